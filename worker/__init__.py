@@ -1,0 +1,1 @@
+"""Async I/O and lifecycle for modstream: Kafka, Triton, Postgres, HTTP, the CLI."""

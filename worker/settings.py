@@ -1,0 +1,145 @@
+"""One typed, frozen settings object, loaded once at the entry point.
+
+Every field can be set from the environment with the ``MODSTREAM_`` prefix and ``__`` between
+section and field, e.g. ``MODSTREAM_BATCH__MAX_ITEMS=50`` or ``MODSTREAM_POSTGRES__DSN=...``.
+Components receive their own section and never read the environment themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = [
+    "BatchSettings",
+    "HttpSettings",
+    "KafkaSettings",
+    "PolicySettings",
+    "PostgresSettings",
+    "RulesSettings",
+    "Settings",
+    "StackSettings",
+    "TritonSettings",
+    "project_root",
+]
+
+
+def project_root() -> Path:
+    """The checkout this package runs from (holds ``migrations/`` and ``model_repository/``)."""
+    return Path(__file__).resolve().parent.parent
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KafkaSettings(_Section):
+    bootstrap_servers: str = "127.0.0.1:19092"
+    input_topic: str = "chat.messages"
+    dlq_topic: str = "chat.messages.dlq"
+    verdict_topic: str = "moderation.verdicts"
+    decision_topic: str = "moderation.decisions"
+    group_id: str = "modstream"
+    group_instance_id: str | None = None
+    """Static membership: a restart within the session timeout does not rebalance."""
+    session_timeout_ms: int = 30_000
+    rebalance_timeout_ms: int = 120_000
+    """Must exceed the worst-case batch flush (max_wait_s + inference deadline + database write)."""
+    max_poll_records: int = 500
+    fetch_max_bytes: int = 52_428_800
+    max_message_bytes: int = 1_048_576
+    """Records larger than this are dead-lettered without being decoded."""
+
+
+class PostgresSettings(_Section):
+    dsn: SecretStr = SecretStr("postgresql://modstream@127.0.0.1:15432/modstream")
+    min_pool_size: int = 1
+    max_pool_size: int = 4
+    command_timeout_s: float = 30.0
+
+
+class TritonSettings(_Section):
+    grpc_url: str = "127.0.0.1:18001"
+    model_name: str = "moderation"
+    model_version: str = ""
+    """Empty means the version policy's latest; set to pin, e.g. ``"1"``."""
+    request_timeout_s: float = 10.0
+    """Deadline of one inference call."""
+    max_attempts: int = 4
+    retry_budget_ratio: float = 0.2
+    """Retries allowed as a fraction of recent calls, so retries cannot multiply an outage."""
+    backoff_base_s: float = 0.1
+    backoff_max_s: float = 2.0
+    ready_timeout_s: float = 120.0
+    """How long start-up waits for the server and the model to report ready."""
+    breaker_failure_threshold: int = 5
+    breaker_reset_s: float = 10.0
+
+
+class BatchSettings(_Section):
+    max_items: int = Field(default=100, ge=1)
+    max_wait_s: float = Field(default=5.0, gt=0)
+    max_in_flight: int = Field(default=4, ge=1)
+    """Batches being inferred or written at once; bounds memory and overlaps the stages."""
+    drain_timeout_s: float = 30.0
+    """How long SIGTERM waits for in-flight batches before giving up (offsets stay safe)."""
+
+
+class PolicySettings(_Section):
+    """Thresholds on model probabilities; see ``pipelines.policy``."""
+
+    block_hate: float = 0.85
+    block_offensive: float = 0.95
+    flag_offensive: float = 0.60
+    flag_hate: float = 0.50
+    block_spam: float = 0.97
+    flag_spam: float = 0.70
+    flag_advertisement: float = 0.70
+    escalate_low: float = 0.45
+    """Grey zone: the highest harmful probability in [escalate_low, escalate_high) escalates."""
+    escalate_high: float = 0.85
+
+
+class RulesSettings(_Section):
+    path: Path | None = None
+    """A TOML rule file; ``None`` uses the shipped default set (English and Chinese)."""
+
+
+class HttpSettings(_Section):
+    host: str = "127.0.0.1"
+    port: int = 18080
+
+
+class StackSettings(_Section):
+    """Where and how ``modstream stack`` runs the local services."""
+
+    state_dir: Path = Field(default_factory=lambda: project_root() / ".modstream")
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    kafka_heap_mb: int = 512
+    postgres_port: int = 15432
+    triton_http_port: int = 18000
+    triton_grpc_port: int = 18001
+    triton_metrics_port: int = 18002
+    model_repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
+    partitions: int = 4
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MODSTREAM_", env_nested_delimiter="__", frozen=True, extra="ignore"
+    )
+
+    kafka: KafkaSettings = KafkaSettings()
+    postgres: PostgresSettings = PostgresSettings()
+    triton: TritonSettings = TritonSettings()
+    batch: BatchSettings = BatchSettings()
+    policy: PolicySettings = PolicySettings()
+    rules: RulesSettings = RulesSettings()
+    http: HttpSettings = HttpSettings()
+    stack: StackSettings = StackSettings()
+    log_level: str = "info"
+    log_message_text: bool = False
+    """Never on by default: message text stays out of logs."""
