@@ -20,7 +20,6 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "worker.migrate",
-    "worker.app",
 )
 
 
