@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import Enum
 
 from pipelines.messages import SourcePosition
@@ -56,6 +57,7 @@ class Verdict:
     message_id: str
     group_id: str
     sender_id: str
+    sent_at: datetime
     text_sha256: str
     rule_hits: tuple[RuleHit, ...]
     scores: ModelScores | None
