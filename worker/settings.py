@@ -18,6 +18,7 @@ __all__ = [
     "KafkaSettings",
     "PolicySettings",
     "PostgresSettings",
+    "ReviewSettings",
     "RulesSettings",
     "Settings",
     "StackSettings",
@@ -112,6 +113,28 @@ class HttpSettings(_Section):
     port: int = 18080
 
 
+class ReviewSettings(_Section):
+    """The review API and console (``modstream review serve``)."""
+
+    host: str = "127.0.0.1"
+    port: int = 18090
+    claim_ttl_s: int = Field(default=600, ge=10)
+    """A claim not decided or released within this returns its item to the queue."""
+    max_claims_per_user: int = Field(default=5, ge=1)
+    strike_decay_days: int = Field(default=30, ge=1)
+    """A strike stops counting towards ``metadata.sender_strikes`` after this many days."""
+    repeat_offender_weight: float = 0.1
+    """Queue rank added per active strike of the sender (capped at five strikes)."""
+    age_weight_per_hour: float = 0.02
+    """Queue rank added per hour an item has waited (capped at 24 hours)."""
+    session_ttl_s: int = Field(default=43_200, ge=60)
+    """Console sign-ins last this long."""
+    cookie_secure: bool = False
+    """Mark the console cookie ``Secure``; turn on whenever the console is served over HTTPS."""
+    publish_retry_s: float = Field(default=5.0, gt=0)
+    """How often unpublished decisions (Kafka was down) are retried."""
+
+
 class StackSettings(_Section):
     """Where and how ``modstream stack`` runs the local services."""
 
@@ -139,6 +162,7 @@ class Settings(BaseSettings):
     policy: PolicySettings = PolicySettings()
     rules: RulesSettings = RulesSettings()
     http: HttpSettings = HttpSettings()
+    review: ReviewSettings = ReviewSettings()
     stack: StackSettings = StackSettings()
     log_level: str = "info"
     log_message_text: bool = False
