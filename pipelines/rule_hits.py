@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 
 __all__ = ["RuleAction", "RuleHit", "RuleOutcome", "Severity"]
 
@@ -17,7 +17,7 @@ class Severity(IntEnum):
     CRITICAL = 4
 
 
-class RuleAction(str, Enum):
+class RuleAction(StrEnum):
     """What a matching rule asks for.
 
     ``block``: a clear violation; the verdict is given at once without a model call.

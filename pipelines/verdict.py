@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from enum import Enum
+from enum import StrEnum
 
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleHit
@@ -13,7 +13,7 @@ from pipelines.scores import ModelScores
 __all__ = ["DecidedBy", "Decision", "PolicyResult", "Verdict"]
 
 
-class Decision(str, Enum):
+class Decision(StrEnum):
     """What the platform should do with the message."""
 
     ALLOW = "allow"
@@ -21,7 +21,7 @@ class Decision(str, Enum):
     BLOCK = "block"
 
 
-class DecidedBy(str, Enum):
+class DecidedBy(StrEnum):
     """Which stage settled the decision.
 
     ``rules``: a block rule matched, no model was asked. ``model``: the policy weighed model scores

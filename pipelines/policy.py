@@ -1,0 +1,288 @@
+"""The verdict policy: rule hits plus model scores become allow / flag / block, and escalation.
+
+``decide`` is pure. Its rules, in order:
+
+1. **Decisive rules.** When a ``block`` rule matched (``RuleOutcome.is_decisive``) the decision
+   is BLOCK, ``decided_by = rules``, whatever the scores. It escalates when any hit is
+   ``critical`` or asks to ``escalate``.
+2. **No model.** When ``scores`` is ``None`` or ``model_available`` is false the decision is
+   from rules alone and ``decided_by = pending_model`` (the message is re-scored later): FLAG when
+   a ``flag`` rule matched, else ALLOW; escalate when a hit asks to escalate or is critical.
+3. **Model.** Otherwise, with ``hate = P(toxicity=hate)``, ``toxic = P(offensive) + P(hate)``
+   (the probability of being at least offensive, so a shift from offensive to hate never
+   lowers the decision), ``spam = P(intent=spam)``, ``ad = P(intent=advertisement)``:
+
+   - BLOCK when ``hate >= block_hate`` (hate), ``toxic >= block_offensive`` (offensive) or
+     ``spam >= block_spam`` (spam);
+   - FLAG when ``hate >= flag_hate``, ``toxic >= flag_offensive``, ``spam >= flag_spam``,
+     ``ad >= flag_advertisement``, or a ``flag`` rule matched;
+   - otherwise ALLOW. ``escalate`` rule hits escalate but do not raise the decision by
+     themselves (a human decides).
+
+   It escalates in the grey zone ``escalate_low <= toxic < escalate_high``, for severe hate
+   (``hate >= escalate_high``) and for ``escalate`` or ``critical`` rule hits.
+
+``category`` is the category of the strongest signal at the final decision level (model hate
+before offensive before spam and advertisement, rule hits by severity); for an escalated ALLOW it
+is what escalated it; for a plain ALLOW it is ``None``.
+
+``priority = 0.6 * severity + 0.4 * confidence``, clamped to [0, 1], where ``severity`` is the
+largest weight among the signals that drove the decision or escalation (rule hits:
+low 0.25, medium 0.5, high 0.75, critical 1.0; model: hate 0.75, offensive 0.5, spam and
+advertisement 0.25, and 1.0 for severe hate) and ``confidence`` is 1.0 for a decisive rule
+block, 0.5 without a model, and otherwise the largest of ``toxic``, ``spam`` and ``ad``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.scores import ModelScores
+from pipelines.verdict import DecidedBy, Decision, PolicyResult
+
+__all__ = ["PolicyConfigError", "PolicyThresholds", "decide"]
+
+_LEVEL = {Decision.ALLOW: 0, Decision.FLAG: 1, Decision.BLOCK: 2}
+_SEVERITY_WEIGHT = {
+    Severity.LOW: 0.25,
+    Severity.MEDIUM: 0.5,
+    Severity.HIGH: 0.75,
+    Severity.CRITICAL: 1.0,
+}
+_HATE_WEIGHT = 0.75
+_SEVERE_HATE_WEIGHT = 1.0
+_OFFENSIVE_WEIGHT = 0.5
+_SPAM_WEIGHT = 0.25
+_SEVERITY_SHARE = 0.6
+_CONFIDENCE_SHARE = 0.4
+_NO_MODEL_CONFIDENCE = 0.5
+_RULE_CONFIDENCE = 1.0
+
+
+class PolicyConfigError(ValueError):
+    """Thresholds that cannot work together (out of [0, 1], or a flag above its block)."""
+
+    retriable: ClassVar[bool] = False
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyThresholds:
+    """Thresholds on model probabilities; same fields as ``worker.settings.PolicySettings``.
+
+    Build from settings with ``PolicyThresholds(**settings.policy.model_dump())``.
+    """
+
+    block_hate: float = 0.85
+    block_offensive: float = 0.95
+    flag_offensive: float = 0.60
+    flag_hate: float = 0.50
+    block_spam: float = 0.97
+    flag_spam: float = 0.70
+    flag_advertisement: float = 0.70
+    escalate_low: float = 0.45
+    escalate_high: float = 0.85
+
+    def __post_init__(self) -> None:
+        for item in fields(self):
+            value = getattr(self, item.name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or not 0.0 <= value <= 1.0
+            ):
+                raise PolicyConfigError(f"{item.name} must be a number in [0, 1]")
+        if not self.escalate_low < self.escalate_high:
+            raise PolicyConfigError("escalate_low must be below escalate_high")
+        for flag, block in (
+            ("flag_hate", "block_hate"),
+            ("flag_offensive", "block_offensive"),
+            ("flag_spam", "block_spam"),
+        ):
+            if getattr(self, flag) > getattr(self, block):
+                raise PolicyConfigError(f"{flag} must not exceed {block}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Signal:
+    level: Decision
+    category: str
+    weight: float
+    reason: str
+
+
+def decide(
+    outcome: RuleOutcome,
+    scores: ModelScores | None,
+    thresholds: PolicyThresholds,
+    *,
+    model_available: bool = True,
+) -> PolicyResult:
+    """The decision for one message; see the module docstring for the exact rules."""
+    hits = _by_severity(outcome.hits)
+    rule_reasons = tuple(f"rule:{hit.rule_id}" for hit in hits)
+    rule_escalations = [hit for hit in hits if _escalates(hit)]
+    if outcome.is_decisive:
+        return _decisive(hits, rule_reasons, bool(rule_escalations))
+    if scores is None or not model_available:
+        return _rules_only(hits, rule_reasons, rule_escalations)
+    return _with_model(hits, rule_reasons, rule_escalations, scores, thresholds)
+
+
+def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
+    # Stable: keeps the engine's order among equal severities.
+    return tuple(sorted(hits, key=lambda hit: -hit.severity))
+
+
+def _escalates(hit: RuleHit) -> bool:
+    return hit.action is RuleAction.ESCALATE or hit.severity is Severity.CRITICAL
+
+
+def _priority(severity: float, confidence: float) -> float:
+    value = _SEVERITY_SHARE * severity + _CONFIDENCE_SHARE * confidence
+    return min(1.0, max(0.0, round(value, 6)))
+
+
+def _decisive(hits: tuple[RuleHit, ...], reasons: tuple[str, ...], escalate: bool) -> PolicyResult:
+    driver = next(hit for hit in hits if hit.action is RuleAction.BLOCK)
+    return PolicyResult(
+        decision=Decision.BLOCK,
+        decided_by=DecidedBy.RULES,
+        escalate=escalate,
+        category=driver.category,
+        priority=_priority(_SEVERITY_WEIGHT[hits[0].severity], _RULE_CONFIDENCE),
+        reasons=reasons,
+    )
+
+
+def _rules_only(
+    hits: tuple[RuleHit, ...], reasons: tuple[str, ...], escalations: list[RuleHit]
+) -> PolicyResult:
+    flags = [hit for hit in hits if hit.action is RuleAction.FLAG]
+    decision = Decision.FLAG if flags else Decision.ALLOW
+    drivers = flags + escalations
+    category = _by_severity(tuple(drivers))[0].category if drivers else None
+    severity = max((_SEVERITY_WEIGHT[hit.severity] for hit in drivers), default=0.0)
+    return PolicyResult(
+        decision=decision,
+        decided_by=DecidedBy.PENDING_MODEL,
+        escalate=bool(escalations),
+        category=category,
+        priority=_priority(severity, _NO_MODEL_CONFIDENCE),
+        reasons=(*reasons, "model:pending"),
+    )
+
+
+def _with_model(
+    hits: tuple[RuleHit, ...],
+    rule_reasons: tuple[str, ...],
+    escalations: list[RuleHit],
+    scores: ModelScores,
+    t: PolicyThresholds,
+) -> PolicyResult:
+    hate = scores.toxicity[2]
+    toxic = min(1.0, scores.toxicity[1] + scores.toxicity[2])
+    spam = scores.intent[2]
+    ad = scores.intent[3]
+    signals = _model_signals(hate, toxic, spam, ad, t)
+    signals.extend(
+        _Signal(Decision.FLAG, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
+        for hit in hits
+        if hit.action is RuleAction.FLAG
+    )
+    decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
+    drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
+
+    escalators: list[_Signal] = [
+        _Signal(Decision.ALLOW, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
+        for hit in escalations
+    ]
+    model_reasons: list[str] = [s.reason for s in signals if not s.reason.startswith("rule:")]
+    if hate >= t.escalate_high:
+        escalators.append(
+            _Signal(Decision.ALLOW, "hate", _SEVERE_HATE_WEIGHT, f"severe:toxicity.hate={hate:.3f}")
+        )
+    elif t.escalate_low <= toxic < t.escalate_high:
+        grey_category = "hate" if scores.toxicity[2] >= scores.toxicity[1] else "offensive"
+        weight = _HATE_WEIGHT if grey_category == "hate" else _OFFENSIVE_WEIGHT
+        escalators.append(
+            _Signal(Decision.ALLOW, grey_category, weight, f"grey_zone:toxicity={toxic:.3f}")
+        )
+    model_reasons.extend(s.reason for s in escalators if not s.reason.startswith("rule:"))
+
+    chosen = drivers or escalators
+    category = max(chosen, key=lambda s: s.weight).category if chosen else None
+    severity = max((s.weight for s in [*drivers, *escalators]), default=0.0)
+    return PolicyResult(
+        decision=decision,
+        decided_by=DecidedBy.MODEL,
+        escalate=bool(escalators),
+        category=category,
+        priority=_priority(severity, max(toxic, spam, ad)),
+        reasons=(*rule_reasons, *model_reasons),
+    )
+
+
+def _model_signals(
+    hate: float, toxic: float, spam: float, ad: float, t: PolicyThresholds
+) -> list[_Signal]:
+    signals: list[_Signal] = []
+    if hate >= t.block_hate:
+        signals.append(
+            _Signal(Decision.BLOCK, "hate", _HATE_WEIGHT, _reason("hate", hate, t.block_hate))
+        )
+    elif hate >= t.flag_hate:
+        signals.append(
+            _Signal(Decision.FLAG, "hate", _HATE_WEIGHT, _reason("hate", hate, t.flag_hate))
+        )
+    if toxic >= t.block_offensive:
+        signals.append(
+            _Signal(
+                Decision.BLOCK,
+                "offensive",
+                _OFFENSIVE_WEIGHT,
+                _reason("offensive", toxic, t.block_offensive),
+            )
+        )
+    elif toxic >= t.flag_offensive:
+        signals.append(
+            _Signal(
+                Decision.FLAG,
+                "offensive",
+                _OFFENSIVE_WEIGHT,
+                _reason("offensive", toxic, t.flag_offensive),
+            )
+        )
+    if spam >= t.block_spam:
+        signals.append(
+            _Signal(Decision.BLOCK, "spam", _SPAM_WEIGHT, _reason("spam", spam, t.block_spam))
+        )
+    elif spam >= t.flag_spam:
+        signals.append(
+            _Signal(Decision.FLAG, "spam", _SPAM_WEIGHT, _reason("spam", spam, t.flag_spam))
+        )
+    if ad >= t.flag_advertisement:
+        signals.append(
+            _Signal(
+                Decision.FLAG,
+                "advertisement",
+                _SPAM_WEIGHT,
+                _reason("advertisement", ad, t.flag_advertisement),
+            )
+        )
+    return signals
+
+
+_REASON_NAMES = {
+    "hate": "toxicity.hate",
+    "offensive": "toxicity.offensive_or_hate",
+    "spam": "intent.spam",
+    "advertisement": "intent.advertisement",
+}
+
+
+def _reason(category: str, value: float, threshold: float) -> str:
+    return f"{_REASON_NAMES[category]}={value:.3f}>={threshold:g}"

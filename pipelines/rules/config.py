@@ -1,0 +1,331 @@
+"""Rule files: TOML parsing and validation into an immutable ``RuleSet``.
+
+A rule file holds an array of ``[[rules]]`` tables. Every rule has::
+
+    id        = "en.hate.slur"       # unique, [a-z0-9_.-], at most 64 characters
+    category  = "hate"               # free-form, [a-z0-9_], e.g. hate, offensive, spam
+    severity  = "critical"           # low | medium | high | critical
+    action    = "block"              # block | escalate | flag
+    kind      = "keywords"           # keywords | regex | profile
+    languages = ["en"]               # optional tags, informational
+    enabled   = true                 # optional, default true; disabled rules are validated too
+
+and the payload of its kind:
+
+``keywords``  ``keywords = ["...", ...]``: literal phrases, matched on normalised text (see
+              ``pipelines.normalize``). Keywords that begin or end with a letter or digit of a
+              space-separated script need a word boundary on that side; CJK, kana and hangul
+              keywords match anywhere.
+``regex``     ``patterns = ["...", ...]`` and optional ``match = "any" | "all"`` (default
+              ``any``): RE2 syntax (linear time; no back-references or look-around), searched in
+              the normalised text, which is already case-folded.
+``profile``   ``check`` names a user-profile rule, see ``pipelines.rules.profile``:
+              ``check = "sender_blocklist"`` with ``sender_ids = ["...", ...]``;
+              ``check = "new_account_link"`` with ``max_account_age_hours = 24``;
+              ``check = "repeat_offender"`` with ``min_strikes = 3``.
+
+Anything else (unknown keys, wrong types, duplicate ids, a pattern RE2 cannot compile) raises
+``RuleLoadError`` naming the rule and the problem.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from enum import StrEnum
+from importlib import resources
+from pathlib import Path
+from typing import ClassVar
+
+import re2
+
+from pipelines.normalize import normalize
+from pipelines.rule_hits import RuleAction, Severity
+
+__all__ = [
+    "KeywordRule",
+    "MatchMode",
+    "ProfileCheck",
+    "ProfileRule",
+    "RegexRule",
+    "Rule",
+    "RuleLoadError",
+    "RuleMeta",
+    "RuleSet",
+    "compile_re2",
+    "default_ruleset",
+    "load_ruleset",
+    "parse_ruleset",
+]
+
+_ID = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,63}")
+_CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
+_COMMON_KEYS = frozenset({"id", "category", "severity", "action", "kind", "languages", "enabled"})
+_KIND_KEYS = {
+    "keywords": frozenset({"keywords"}),
+    "regex": frozenset({"patterns", "match"}),
+    "profile": frozenset({"check", "sender_ids", "max_account_age_hours", "min_strikes"}),
+}
+_RE2_MAX_MEM_BYTES = 8 << 20
+
+
+class RuleLoadError(ValueError):
+    """A rule file that cannot be used; ``rule_id`` is ``None`` for file-level problems."""
+
+    retriable: ClassVar[bool] = False
+
+    def __init__(self, rule_id: str | None, problem: str) -> None:
+        where = f"rule {rule_id!r}" if rule_id is not None else "rule file"
+        super().__init__(f"{where}: {problem}")
+        self.rule_id = rule_id
+        self.problem = problem
+
+
+class MatchMode(StrEnum):
+    """Whether a regex rule needs any one of its patterns or all of them."""
+
+    ANY = "any"
+    ALL = "all"
+
+
+class ProfileCheck(StrEnum):
+    SENDER_BLOCKLIST = "sender_blocklist"
+    NEW_ACCOUNT_LINK = "new_account_link"
+    REPEAT_OFFENDER = "repeat_offender"
+
+
+@dataclass(frozen=True, slots=True)
+class RuleMeta:
+    """What every rule has, whatever its kind."""
+
+    id: str
+    category: str
+    severity: Severity
+    action: RuleAction
+    languages: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordRule:
+    meta: RuleMeta
+    keywords: tuple[str, ...]
+    """Already normalised, deduplicated, in file order."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegexRule:
+    meta: RuleMeta
+    patterns: tuple[str, ...]
+    match: MatchMode = MatchMode.ANY
+
+
+@dataclass(frozen=True, slots=True)
+class ProfileRule:
+    meta: RuleMeta
+    check: ProfileCheck
+    sender_ids: frozenset[str] = frozenset()
+    max_account_age_hours: float = 0.0
+    min_strikes: int = 0
+
+
+Rule = KeywordRule | RegexRule | ProfileRule
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSet:
+    """A validated, immutable collection of rules (disabled ones included)."""
+
+    rules: tuple[Rule, ...]
+
+    @property
+    def enabled(self) -> tuple[Rule, ...]:
+        return tuple(rule for rule in self.rules if rule.meta.enabled)
+
+    def ids(self) -> tuple[str, ...]:
+        return tuple(rule.meta.id for rule in self.rules)
+
+    def get(self, rule_id: str) -> Rule:
+        for rule in self.rules:
+            if rule.meta.id == rule_id:
+                return rule
+        raise KeyError(rule_id)
+
+
+def compile_re2(pattern: str) -> re2._Regexp:
+    """Compile with RE2 only (linear time, no backtracking); raise ``re2.error`` if unsupported."""
+    return re2.compile(pattern, _re2_options())
+
+
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _RE2_MAX_MEM_BYTES
+    return options
+
+
+def load_ruleset(path: Path) -> RuleSet:
+    """Read and validate a TOML rule file."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise RuleLoadError(None, f"cannot read {path}: {exc.strerror}") from exc
+    return parse_ruleset(data)
+
+
+def default_ruleset() -> RuleSet:
+    """The shipped English and Chinese rule set, ``pipelines/rulesets/default.toml``."""
+    data = resources.files("pipelines").joinpath("rulesets/default.toml").read_bytes()
+    return parse_ruleset(data)
+
+
+def parse_ruleset(data: bytes | str) -> RuleSet:
+    """Validate the text of a rule file."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise RuleLoadError(None, f"not valid TOML: {exc}") from exc
+    unknown = set(document) - {"rules", "version"}
+    if unknown:
+        raise RuleLoadError(None, f"unknown top-level keys {sorted(unknown)}")
+    version = document.get("version", 1)
+    if version != 1:
+        raise RuleLoadError(None, f"unsupported version {version!r}, expected 1")
+    tables = document.get("rules", [])
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise RuleLoadError(None, "'rules' must be an array of tables ([[rules]])")
+    rules: list[Rule] = []
+    seen: set[str] = set()
+    for index, table in enumerate(tables):
+        rule = _parse_rule(table, index)
+        if rule.meta.id in seen:
+            raise RuleLoadError(rule.meta.id, "duplicate rule id")
+        seen.add(rule.meta.id)
+        rules.append(rule)
+    return RuleSet(rules=tuple(rules))
+
+
+def _parse_rule(table: dict[str, object], index: int) -> Rule:
+    raw_id = table.get("id")
+    if not isinstance(raw_id, str) or not _ID.fullmatch(raw_id):
+        raise RuleLoadError(
+            None, f"rule #{index + 1}: 'id' must match {_ID.pattern} (got {raw_id!r})"
+        )
+    rule_id = raw_id
+    kind = table.get("kind")
+    if kind not in _KIND_KEYS:
+        raise RuleLoadError(rule_id, f"'kind' must be one of {sorted(_KIND_KEYS)}")
+    assert isinstance(kind, str)
+    unknown = set(table) - _COMMON_KEYS - _KIND_KEYS[kind]
+    if unknown:
+        raise RuleLoadError(rule_id, f"unknown keys for kind {kind!r}: {sorted(unknown)}")
+    meta = _parse_meta(rule_id, table)
+    if kind == "keywords":
+        return _parse_keywords(meta, table)
+    if kind == "regex":
+        return _parse_regex(meta, table)
+    return _parse_profile(meta, table)
+
+
+def _parse_meta(rule_id: str, table: dict[str, object]) -> RuleMeta:
+    category = table.get("category")
+    if not isinstance(category, str) or not _CATEGORY.fullmatch(category):
+        raise RuleLoadError(rule_id, f"'category' must match {_CATEGORY.pattern}")
+    severity_name = table.get("severity")
+    severities = {s.name.lower(): s for s in Severity}
+    if severity_name not in severities:
+        raise RuleLoadError(rule_id, f"'severity' must be one of {sorted(severities)}")
+    assert isinstance(severity_name, str)
+    action_name = table.get("action")
+    actions = {a.value: a for a in RuleAction}
+    if action_name not in actions:
+        raise RuleLoadError(rule_id, f"'action' must be one of {sorted(actions)}")
+    assert isinstance(action_name, str)
+    languages = table.get("languages", [])
+    if not isinstance(languages, list) or not all(
+        isinstance(lang, str) and lang for lang in languages
+    ):
+        raise RuleLoadError(rule_id, "'languages' must be an array of non-empty strings")
+    enabled = table.get("enabled", True)
+    if not isinstance(enabled, bool):
+        raise RuleLoadError(rule_id, "'enabled' must be a boolean")
+    return RuleMeta(
+        id=rule_id,
+        category=category,
+        severity=severities[severity_name],
+        action=actions[action_name],
+        languages=tuple(languages),
+        enabled=enabled,
+    )
+
+
+def _string_list(rule_id: str, table: dict[str, object], key: str) -> list[str]:
+    value = table.get(key)
+    if not isinstance(value, list) or not value:
+        raise RuleLoadError(rule_id, f"{key!r} must be a non-empty array of strings")
+    if not all(isinstance(item, str) for item in value):
+        raise RuleLoadError(rule_id, f"{key!r} must contain only strings")
+    return [str(item) for item in value]
+
+
+def _parse_keywords(meta: RuleMeta, table: dict[str, object]) -> KeywordRule:
+    keywords: dict[str, None] = {}
+    for position, keyword in enumerate(_string_list(meta.id, table, "keywords")):
+        normalised = normalize(keyword)
+        if not normalised:
+            raise RuleLoadError(meta.id, f"keyword #{position + 1} is empty once normalised")
+        keywords[normalised] = None
+    return KeywordRule(meta=meta, keywords=tuple(keywords))
+
+
+def _parse_regex(meta: RuleMeta, table: dict[str, object]) -> RegexRule:
+    patterns = _string_list(meta.id, table, "patterns")
+    for position, pattern in enumerate(patterns):
+        try:
+            compile_re2(pattern)
+        except re2.error as exc:
+            detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+            raise RuleLoadError(
+                meta.id,
+                f"pattern #{position + 1} is not valid RE2 (linear-time regex; back-references"
+                f" and look-around are unsupported): {detail}",
+            ) from exc
+    match_name = table.get("match", MatchMode.ANY.value)
+    modes = {m.value: m for m in MatchMode}
+    if match_name not in modes:
+        raise RuleLoadError(meta.id, f"'match' must be one of {sorted(modes)}")
+    assert isinstance(match_name, str)
+    return RegexRule(meta=meta, patterns=tuple(patterns), match=modes[match_name])
+
+
+def _parse_profile(meta: RuleMeta, table: dict[str, object]) -> ProfileRule:
+    check_name = table.get("check")
+    checks = {c.value: c for c in ProfileCheck}
+    if check_name not in checks:
+        raise RuleLoadError(meta.id, f"'check' must be one of {sorted(checks)}")
+    assert isinstance(check_name, str)
+    check = checks[check_name]
+    allowed = {
+        ProfileCheck.SENDER_BLOCKLIST: {"sender_ids"},
+        ProfileCheck.NEW_ACCOUNT_LINK: {"max_account_age_hours"},
+        ProfileCheck.REPEAT_OFFENDER: {"min_strikes"},
+    }[check]
+    extra = (set(table) & _KIND_KEYS["profile"]) - {"check"} - allowed
+    if extra:
+        raise RuleLoadError(meta.id, f"keys {sorted(extra)} do not apply to check {check_name!r}")
+    if check is ProfileCheck.SENDER_BLOCKLIST:
+        ids = _string_list(meta.id, table, "sender_ids")
+        if not all(ids):
+            raise RuleLoadError(meta.id, "'sender_ids' must not contain empty strings")
+        return ProfileRule(meta=meta, check=check, sender_ids=frozenset(ids))
+    if check is ProfileCheck.NEW_ACCOUNT_LINK:
+        hours = table.get("max_account_age_hours")
+        if isinstance(hours, bool) or not isinstance(hours, int | float) or not 0 < hours < 1e6:
+            raise RuleLoadError(meta.id, "'max_account_age_hours' must be a number in (0, 1e6)")
+        return ProfileRule(meta=meta, check=check, max_account_age_hours=float(hours))
+    strikes = table.get("min_strikes")
+    if isinstance(strikes, bool) or not isinstance(strikes, int) or strikes < 1:
+        raise RuleLoadError(meta.id, "'min_strikes' must be an integer >= 1")
+    return ProfileRule(meta=meta, check=check, min_strikes=strikes)

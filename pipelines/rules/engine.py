@@ -1,0 +1,55 @@
+"""The rule engine: normalise once, then keywords, regexes and profile rules."""
+
+from __future__ import annotations
+
+from pipelines.messages import ChatMessage
+from pipelines.normalize import normalize
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome
+from pipelines.rules.config import KeywordRule, ProfileRule, RegexRule, RuleSet
+from pipelines.rules.keywords import KeywordMatcher
+from pipelines.rules.patterns import PatternMatcher
+from pipelines.rules.profile import ProfileMatcher
+
+__all__ = ["RuleEngine"]
+
+_ACTION_RANK = {RuleAction.BLOCK: 0, RuleAction.ESCALATE: 1, RuleAction.FLAG: 2}
+
+
+class RuleEngine:
+    """Evaluates the enabled rules of a ``RuleSet``; build once, share freely (immutable)."""
+
+    __slots__ = ("_hits", "_keywords", "_patterns", "_profile", "ruleset")
+
+    def __init__(self, ruleset: RuleSet) -> None:
+        self.ruleset = ruleset
+        enabled = ruleset.enabled
+        self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
+        self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
+        self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
+        self._hits = {
+            rule.meta.id: RuleHit(
+                rule_id=rule.meta.id,
+                category=rule.meta.category,
+                severity=rule.meta.severity,
+                action=rule.meta.action,
+            )
+            for rule in enabled
+        }
+
+    def evaluate(self, message: ChatMessage) -> RuleOutcome:
+        """All matching rules, deduplicated by id, most severe first (then block, escalate,
+        flag, then by id)."""
+        text = normalize(message.text)
+        ids = self._keywords.match(text)
+        ids |= self._patterns.match(text)
+        ids |= self._profile.match(message, text)
+        if not ids:
+            return _NO_HITS
+        hits = sorted(
+            (self._hits[rule_id] for rule_id in ids),
+            key=lambda hit: (-hit.severity, _ACTION_RANK[hit.action], hit.rule_id),
+        )
+        return RuleOutcome(hits=tuple(hits))
+
+
+_NO_HITS = RuleOutcome()

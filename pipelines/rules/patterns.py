@@ -1,0 +1,58 @@
+"""Regex rules: every pattern in one RE2 set, searched once over the normalised text.
+
+RE2 runs in time linear in the text whatever the pattern; patterns it cannot express
+(back-references, look-around) are rejected when the rule file is loaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import re2
+
+from pipelines.rules.config import MatchMode, RegexRule, compile_re2
+
+__all__ = ["PatternMatcher"]
+
+
+class PatternMatcher:
+    """Finds which regex rules match a normalised text."""
+
+    __slots__ = ("_owners", "_rules", "_set", "compiled")
+
+    def __init__(self, rules: Sequence[RegexRule]) -> None:
+        self._rules = tuple(rules)
+        self._owners: list[int] = []
+        self.compiled: tuple[re2._Regexp, ...] = tuple(
+            compile_re2(pattern) for rule in self._rules for pattern in rule.patterns
+        )
+        """Each pattern compiled on its own by RE2 (for inspection; matching uses the set)."""
+        options = re2.Options()
+        options.log_errors = False
+        self._set: re2.Set | None = None
+        if self.compiled:
+            regex_set = re2.Set.SearchSet(options)
+            for owner, rule in enumerate(self._rules):
+                for pattern in rule.patterns:
+                    regex_set.Add(pattern)
+                    self._owners.append(owner)
+            regex_set.Compile()
+            self._set = regex_set
+
+    def match(self, text: str) -> set[str]:
+        """The ids of the rules whose patterns match ``text`` (already normalised)."""
+        if self._set is None:
+            return set()
+        matched = self._set.Match(text)
+        if not matched:
+            return set()
+        counts: dict[int, int] = {}
+        for index in matched:
+            owner = self._owners[index]
+            counts[owner] = counts.get(owner, 0) + 1
+        found: set[str] = set()
+        for owner, count in counts.items():
+            rule = self._rules[owner]
+            if rule.match is MatchMode.ANY or count == len(rule.patterns):
+                found.add(rule.meta.id)
+        return found
