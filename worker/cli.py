@@ -20,6 +20,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "worker.migrate",
+    "worker.stack.command",
 )
 
 

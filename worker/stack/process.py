@@ -1,0 +1,196 @@
+"""Processes the stack starts: pid files, identity checks, spawning, stopping, health waits.
+
+A service is "ours" only when its pid file names a live process whose command line contains the
+service's marker (a path inside the stack's state folder). ``stop`` never signals anything else,
+so a stale pid file that the kernel has since reused for another program is harmless.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from worker.stack.errors import PortInUseError, ServiceStartError
+
+__all__ = [
+    "PidFile",
+    "cmdline",
+    "is_alive",
+    "owns",
+    "port_is_open",
+    "spawn",
+    "terminate",
+    "wait_until",
+]
+
+_POLL_INTERVAL_S = 0.2
+_children: dict[int, subprocess.Popen[bytes]] = {}
+"""Processes spawned by this interpreter, kept so they can be reaped (no zombies in tests)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PidFile:
+    """A text file holding one process id."""
+
+    path: Path
+
+    def read(self) -> int | None:
+        """The recorded pid, or ``None`` when the file is missing or unreadable."""
+        try:
+            text = self.path.read_text(encoding="ascii").strip()
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+        return int(text) if text.isdigit() and int(text) > 0 else None
+
+    def write(self, pid: int) -> None:
+        """Record ``pid`` atomically (write a temporary file, then rename)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(self.path.suffix + ".tmp")
+        tmp.write_text(f"{pid}\n", encoding="ascii")
+        tmp.replace(self.path)
+
+    def remove(self) -> None:
+        """Delete the file; missing is fine."""
+        self.path.unlink(missing_ok=True)
+
+
+def _reap(pid: int) -> None:
+    child = _children.get(pid)
+    if child is not None and child.poll() is not None:
+        del _children[pid]
+
+
+def is_alive(pid: int) -> bool:
+    """Whether ``pid`` names a running (not zombie) process."""
+    _reap(pid)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
+    return state not in ("Z", "X")
+
+
+def cmdline(pid: int) -> tuple[str, ...]:
+    """The argument vector of ``pid`` from ``/proc``, empty when it cannot be read."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return ()
+    return tuple(part.decode("utf-8", errors="replace") for part in raw.split(b"\0") if part)
+
+
+def owns(pid: int | None, marker: str) -> bool:
+    """Whether ``pid`` is alive and its command line mentions ``marker`` (so it is ours)."""
+    if pid is None or not is_alive(pid):
+        return False
+    return any(marker in part for part in cmdline(pid))
+
+
+def port_is_open(port: int, host: str = "127.0.0.1", timeout_s: float = 0.5) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    log_path: Path,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    ports: Sequence[int] = (),
+) -> int:
+    """Start ``argv`` detached (own session), stdout and stderr appended to ``log_path``.
+
+    Refuses with :class:`PortInUseError` when one of ``ports`` is already taken, since the new
+    process would fail to bind and something else would answer the health checks.
+    """
+    for port in ports:
+        if port_is_open(port):
+            raise PortInUseError(f"port {port} on 127.0.0.1 is already in use by another process")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        try:
+            child = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise ServiceStartError(f"cannot run {argv[0]}: {exc}") from exc
+    _children[child.pid] = child
+    return child.pid
+
+
+def terminate(
+    pid: int, marker: str, *, stop_signal: int = signal.SIGTERM, timeout_s: float = 30.0
+) -> bool:
+    """Stop ``pid`` if it is ours: ``stop_signal``, then SIGKILL after ``timeout_s``.
+
+    Returns ``True`` when a process of ours was stopped, ``False`` when there was none (dead,
+    or alive but not ours: that one is left alone).
+    """
+    if not owns(pid, marker):
+        return False
+    try:
+        os.kill(pid, stop_signal)
+    except ProcessLookupError:
+        return True
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not is_alive(pid):
+            return True
+        time.sleep(_POLL_INTERVAL_S)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return True
+    kill_deadline = time.monotonic() + 10.0
+    while is_alive(pid) and time.monotonic() < kill_deadline:
+        time.sleep(_POLL_INTERVAL_S)
+    return True
+
+
+def wait_until(
+    check: Callable[[], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    alive: Callable[[], bool] | None = None,
+    log_path: Path | None = None,
+) -> None:
+    """Poll ``check`` until it returns ``True``; raise :class:`ServiceStartError` on timeout.
+
+    ``alive`` (when given) is polled too, so a process that died fails fast instead of waiting
+    for the whole timeout.
+    """
+    hint = f"; see {log_path}" if log_path is not None else ""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if check():
+            return
+        if alive is not None and not alive():
+            raise ServiceStartError(f"{what}: the process exited{hint}")
+        if time.monotonic() >= deadline:
+            raise ServiceStartError(f"{what}: not healthy after {timeout_s:.0f} s{hint}")
+        time.sleep(_POLL_INTERVAL_S)
