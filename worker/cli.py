@@ -20,6 +20,8 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "worker.migrate",
+    "worker.app",
+    "worker.review.command",
     "worker.stack.command",
 )
 

@@ -18,7 +18,9 @@ def _dumps(obj: object, default: object = None) -> str:
 def configure_logging(level: str = "info") -> None:
     """Route structlog and the standard library's loggers to JSON on stderr."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
-    logging.basicConfig(stream=sys.stderr, level=max(numeric, logging.WARNING), format="%(message)s")
+    logging.basicConfig(
+        stream=sys.stderr, level=max(numeric, logging.WARNING), format="%(message)s"
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

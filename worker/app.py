@@ -1,0 +1,258 @@
+"""``modstream worker``: wires the source, rules, batchers, processor and sinks, and runs them.
+
+Lifecycle (arq-style): a signal only sets ``stop``; the consume loop stops fetching, the batchers
+flush what they hold, in-flight batches drain within ``batch.drain_timeout_s``, offsets are
+committed, and the process exits 0. Every background task runs in one ``TaskGroup``, so a task
+that dies takes the worker down loudly instead of silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import Any
+
+from pipelines.decode import DecodeError, decode_message
+from pipelines.messages import SourcePosition
+from pipelines.policy import PolicyThresholds
+from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
+from worker.batcher import Batch, MicroBatcher
+from worker.breaker import BreakerState
+from worker.http import HealthServer
+from worker.inference import InferenceUnavailable, TritonModerationClient
+from worker.logs import configure_logging, get_logger
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.processing import BatchProcessor, Work
+from worker.publisher import KafkaPublisher
+from worker.settings import Settings
+from worker.sink import PostgresSink
+from worker.source import KafkaSource
+
+__all__ = ["Worker", "register"]
+
+_log = get_logger(__name__)
+_FETCH_TIMEOUT_MS = 500
+_YIELD_EVERY_RECORDS = 64
+_LAG_PROBE_S = 0.5
+
+
+class Worker:
+    def __init__(self, settings: Settings, *, metrics: Metrics | None = None) -> None:
+        self._settings = settings
+        self.metrics = metrics or Metrics()
+        rules_path = settings.rules.path
+        ruleset = load_ruleset(rules_path) if rules_path else default_ruleset()
+        self._engine = RuleEngine(ruleset)
+        self._thresholds = PolicyThresholds(**settings.policy.model_dump())
+        self._tracker = OffsetTracker()
+        self._model_batcher: MicroBatcher[Work] = MicroBatcher(
+            settings.batch.max_items, settings.batch.max_wait_s
+        )
+        # Rule blocks and dead letters need no model: they flush almost at once.
+        self._decided_batcher: MicroBatcher[Work] = MicroBatcher(settings.batch.max_items, 0.05)
+        self._give_up = asyncio.Event()
+        self._started = False
+        self._processor: BatchProcessor | None = None
+        self._source: KafkaSource | None = None
+        self.http_port: int | None = None
+
+    # -- readiness ------------------------------------------------------------------------
+
+    def readiness(self) -> tuple[bool, str]:
+        if not self._started:
+            return False, "starting"
+        if self._processor is not None and not self._processor.sink_healthy:
+            return False, "postgres unavailable"
+        return True, "ready"
+
+    # -- run ------------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        s = self._settings
+        async with AsyncExitStack() as stack:
+            sink = PostgresSink(s.postgres, s.kafka.group_id)
+            await stack.enter_async_context(sink)
+            await sink.ensure_partitions()
+            publisher = KafkaPublisher(s.kafka)
+            await stack.enter_async_context(publisher)
+            inference = TritonModerationClient(s.triton)
+            await inference.start(wait_ready=False)
+            stack.push_async_callback(inference.stop)
+            try:
+                await inference.wait_ready(s.triton.ready_timeout_s)
+            except InferenceUnavailable as exc:
+                # Keep going: verdicts are rules-only (pending_model) until the model answers.
+                _log.warning("triton_not_ready", error=str(exc))
+            source = KafkaSource(s.kafka, sink, self._tracker, self._drain_partitions)
+            self._source = source
+            self._processor = BatchProcessor(
+                inference=inference,
+                sink=sink,
+                publisher=publisher,
+                committer=source,
+                tracker=self._tracker,
+                thresholds=self._thresholds,
+                verdict_topic=s.kafka.verdict_topic,
+                metrics=self.metrics,
+                give_up=self._give_up,
+            )
+            health = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
+            await health.start()
+            stack.push_async_callback(health.stop)
+            self.http_port = health.port
+            await source.start()
+            stack.push_async_callback(source.stop)
+            self._started = True
+            _log.info("worker_started", topic=s.kafka.input_topic, http_port=health.port)
+            done = asyncio.Event()
+            processor = self._processor
+            async with asyncio.TaskGroup() as tg:
+                pipeline = [
+                    tg.create_task(self._consume(source, stop)),
+                    tg.create_task(
+                        self._dispatch(
+                            self._model_batcher,
+                            processor.process_model_batch,
+                            s.batch.max_in_flight,
+                        )
+                    ),
+                    tg.create_task(
+                        self._dispatch(self._decided_batcher, processor.process_decided_batch, 1)
+                    ),
+                ]
+                tg.create_task(self._watch_lag(done))
+                tg.create_task(self._watch_breaker(inference, done))
+                tg.create_task(self._drain_deadline(stop, done))
+                await asyncio.wait(pipeline)
+                done.set()
+            await source.commit_all()
+            _log.info("worker_stopped", in_flight=self._tracker.in_flight())
+
+    async def _drain_deadline(self, stop: asyncio.Event, done: asyncio.Event) -> None:
+        """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up."""
+        stop_task = asyncio.ensure_future(stop.wait())
+        done_task = asyncio.ensure_future(done.wait())
+        await asyncio.wait({stop_task, done_task}, return_when=asyncio.FIRST_COMPLETED)
+        if done.is_set():
+            stop_task.cancel()
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), self._settings.batch.drain_timeout_s)
+        done_task.cancel()
+        if not done.is_set():
+            _log.warning("drain_deadline_passed")
+        self._give_up.set()
+
+    async def _consume(self, source: KafkaSource, stop: asyncio.Event) -> None:
+        max_bytes = self._settings.kafka.max_message_bytes
+        try:
+            while not stop.is_set():
+                fetched = await source.fetch(_FETCH_TIMEOUT_MS)
+                handled = 0
+                for records in fetched.values():
+                    for record in records:
+                        await self._ingest(record, max_bytes)
+                        handled += 1
+                        if handled % _YIELD_EVERY_RECORDS == 0:
+                            await asyncio.sleep(0)  # let heartbeats and batches run
+                        if stop.is_set():
+                            break
+        finally:
+            await self._decided_batcher.close()
+            await self._model_batcher.close()
+
+    async def _ingest(self, record: Any, max_bytes: int) -> None:
+        position = SourcePosition(record.topic, record.partition, record.offset)
+        self._tracker.start((record.topic, record.partition), record.offset)
+        self.metrics.records_total.inc()
+        work = Work(position, record.key, time.monotonic())
+        try:
+            work.message = decode_message(record.value, max_bytes=max_bytes)
+        except DecodeError as exc:
+            work.error, work.raw = exc, record.value
+            await self._decided_batcher.put(work)
+            return
+        work.outcome = self._engine.evaluate(work.message)
+        for hit in work.outcome.hits:
+            self.metrics.rule_hits_total.labels(hit.category).inc()
+        if work.outcome.is_decisive:
+            await self._decided_batcher.put(work)
+        else:
+            await self._model_batcher.put(work)
+
+    async def _dispatch(
+        self,
+        batcher: MicroBatcher[Work],
+        handle: Callable[[Batch[Work]], Awaitable[None]],
+        slots: int,
+    ) -> None:
+        """Run up to ``slots`` batches at once; wait for all of them before returning."""
+        semaphore = asyncio.Semaphore(slots)
+        running: set[asyncio.Task[None]] = set()
+
+        async def run_one(batch: Batch[Work]) -> None:
+            try:
+                await handle(batch)
+            finally:
+                semaphore.release()
+
+        try:
+            async for batch in batcher.batches():
+                await semaphore.acquire()
+                task = asyncio.create_task(run_one(batch))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        finally:
+            if running:
+                # Errors in batch tasks propagate: an unexpected one must stop the worker loudly.
+                await asyncio.gather(*running)
+
+    async def _drain_partitions(self, keys: list[PartitionKey]) -> None:
+        """Revocation: flush the batchers and wait (bounded) for those partitions' records."""
+        await self._decided_batcher.flush()
+        await self._model_batcher.flush()
+        deadline = time.monotonic() + self._settings.kafka.rebalance_timeout_ms / 2000.0
+        # Polling is deliberate: completion is spread over many batch tasks and partitions.
+        while self._tracker.pending_in(keys) and time.monotonic() < deadline:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        if self._tracker.pending_in(keys):
+            _log.warning("revoke_with_records_in_flight", records=self._tracker.pending_in(keys))
+
+    async def _watch_lag(self, done: asyncio.Event) -> None:
+        while not done.is_set():
+            before = time.perf_counter()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), _LAG_PROBE_S)
+            lag = time.perf_counter() - before - _LAG_PROBE_S
+            self.metrics.event_loop_lag_seconds.set(max(0.0, lag))
+
+    async def _watch_breaker(self, inference: TritonModerationClient, done: asyncio.Event) -> None:
+        while not done.is_set():
+            self.metrics.breaker_open.set(int(inference.breaker.state is not BreakerState.CLOSED))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), 1.0)
+
+
+async def _run_until_signalled(settings: Settings) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await Worker(settings).run(stop)
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    configure_logging(settings.log_level)
+    asyncio.run(_run_until_signalled(settings))
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("worker", help="run the moderation worker until SIGTERM")
+    parser.set_defaults(handler=_run)

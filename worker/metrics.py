@@ -1,0 +1,94 @@
+"""Every Prometheus metric modstream exports, in one place, prefixed ``modstream_``."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["Metrics"]
+
+_LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class Metrics:
+    """A registry per worker instance, so tests can run several workers in one process."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.records_total = Counter(
+            "modstream_records_total", "Records fetched from Kafka.", registry=r
+        )
+        self.dead_letters_total = Counter(
+            "modstream_dead_letters_total",
+            "Records dead-lettered, by reason.",
+            ["reason"],
+            registry=r,
+        )
+        self.verdicts_total = Counter(
+            "modstream_verdicts_total",
+            "Verdicts stored, by decision and stage.",
+            ["decision", "decided_by"],
+            registry=r,
+        )
+        self.escalations_total = Counter(
+            "modstream_escalations_total", "Verdicts sent to human review.", registry=r
+        )
+        self.rule_hits_total = Counter(
+            "modstream_rule_hits_total", "Rule matches, by category.", ["category"], registry=r
+        )
+        self.batches_total = Counter(
+            "modstream_batches_total",
+            "Batches flushed, by kind and close reason.",
+            ["kind", "reason"],
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "modstream_batch_size_items",
+            "Items per flushed batch.",
+            buckets=(1, 5, 10, 25, 50, 100, 200, 500),
+            registry=r,
+        )
+        self.inference_seconds = Histogram(
+            "modstream_inference_seconds",
+            "Triton call latency per batch.",
+            buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.inference_failures_total = Counter(
+            "modstream_inference_failures_total",
+            "Failed inference calls, by error type.",
+            ["error"],
+            registry=r,
+        )
+        self.sink_seconds = Histogram(
+            "modstream_sink_seconds",
+            "Postgres transaction time per batch.",
+            buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.end_to_end_seconds = Histogram(
+            "modstream_end_to_end_seconds",
+            "From fetch to stored verdict.",
+            buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.in_flight_records = Gauge(
+            "modstream_in_flight_records",
+            "Records fetched and not yet durably handled.",
+            registry=r,
+        )
+        self.breaker_open = Gauge(
+            "modstream_inference_breaker_open",
+            "1 while the inference circuit is open.",
+            registry=r,
+        )
+        self.event_loop_lag_seconds = Gauge(
+            "modstream_event_loop_lag_seconds",
+            "How late the event loop ran a 0.5 s timer.",
+            registry=r,
+        )
+        self.publish_failures_total = Counter(
+            "modstream_publish_failures_total",
+            "Verdict publications that failed (retried).",
+            registry=r,
+        )

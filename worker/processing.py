@@ -1,0 +1,322 @@
+"""From closed batches to durable verdicts: infer, decide, store, commit, publish.
+
+Two kinds of batch reach here. *Model* batches need Triton; *decided* batches hold rule blocks
+(no model call) and dead letters. Both finish the same way: one Postgres transaction with the
+verdicts, escalations, dead letters and the partitions' next offsets; then the tracker marks the
+records durable and the offsets are committed to Kafka; then verdicts are published.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Protocol
+
+from pipelines.decode import DecodeError
+from pipelines.messages import ChatMessage, SourcePosition
+from pipelines.policy import PolicyThresholds, decide
+from pipelines.rule_hits import RuleOutcome
+from pipelines.scores import ModelScores
+from pipelines.verdict import Verdict
+from pipelines.verdict_record import encode_verdict_record
+from worker.batcher import Batch
+from worker.inference import InferenceError, InferenceResult
+from worker.logs import get_logger
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.publisher import PublishError
+from worker.retry import backoff_s
+from worker.sink import DeadLetter, Escalation, SinkBatch, SinkError, SinkUnavailable
+
+__all__ = ["BatchProcessor", "Work"]
+
+_log = get_logger(__name__)
+_SINK_REJECTED = "sink_rejected"
+
+
+@dataclass(slots=True)
+class Work:
+    """One fetched record on its way to a verdict or a dead letter."""
+
+    position: SourcePosition
+    kafka_key: bytes | None
+    fetched_at: float
+    message: ChatMessage | None = None
+    outcome: RuleOutcome | None = None
+    error: DecodeError | None = None
+    raw: bytes | None = None
+    """Original bytes, kept only for records that will be dead-lettered."""
+
+    @property
+    def partition_key(self) -> PartitionKey:
+        return (self.position.topic, self.position.partition)
+
+
+class Inference(Protocol):
+    async def infer(self, texts: Sequence[str]) -> InferenceResult: ...
+
+
+class Sink(Protocol):
+    async def write(self, batch: SinkBatch) -> None: ...
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+
+
+class Publisher(Protocol):
+    async def dead_letter(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        position: SourcePosition,
+        reason_code: str,
+        reason: str,
+    ) -> None: ...
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
+
+
+class Committer(Protocol):
+    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None: ...
+
+
+class _Abandoned(Exception):
+    """Shutdown deadline passed while a dependency was down: leave the batch uncommitted."""
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class BatchProcessor:
+    def __init__(
+        self,
+        *,
+        inference: Inference,
+        sink: Sink,
+        publisher: Publisher,
+        committer: Committer,
+        tracker: OffsetTracker,
+        thresholds: PolicyThresholds,
+        verdict_topic: str,
+        metrics: Metrics,
+        give_up: asyncio.Event,
+    ) -> None:
+        self._inference = inference
+        self._sink = sink
+        self._publisher = publisher
+        self._committer = committer
+        self._tracker = tracker
+        self._thresholds = thresholds
+        self._verdict_topic = verdict_topic
+        self._metrics = metrics
+        self._give_up = give_up
+        self.sink_healthy = True
+
+    # -- the two batch kinds -------------------------------------------------------------
+
+    async def process_model_batch(self, batch: Batch[Work]) -> None:
+        works = batch.items
+        started = time.monotonic()
+        scores: list[ModelScores | None] = [None] * len(works)
+        model_name: str | None = None
+        model_version: str | None = None
+        inference_ms: float | None = None
+        try:
+            result = await self._inference.infer([_message(w).text for w in works])
+        except InferenceError as exc:
+            self._metrics.inference_failures_total.labels(type(exc).__name__).inc()
+            _log.warning("inference_failed", error=str(exc), items=len(works))
+        else:
+            scores = list(result.scores)
+            model_name, model_version = result.model_name, result.model_version
+            inference_ms = result.latency_ms
+            self._metrics.inference_seconds.observe(result.latency_ms / 1000.0)
+        batch_id = str(uuid.uuid4())
+        verdicts = [
+            self._verdict(w, s, started, batch_id, model_name, model_version, inference_ms)
+            for w, s in zip(works, scores, strict=True)
+        ]
+        self._metrics.batches_total.labels("model", batch.reason).inc()
+        self._metrics.batch_size.observe(len(works))
+        await self._finish(works, verdicts, [])
+
+    async def process_decided_batch(self, batch: Batch[Work]) -> None:
+        works = batch.items
+        started = time.monotonic()
+        dead = [w for w in works if w.error is not None]
+        await self._send_dead_letters(dead)
+        letters = [_dead_letter(w) for w in dead]
+        verdicts = [
+            self._verdict(w, None, started, None, None, None, None)
+            for w in works
+            if w.error is None
+        ]
+        self._metrics.batches_total.labels("decided", batch.reason).inc()
+        await self._finish(works, verdicts, letters)
+
+    # -- shared finishing steps ----------------------------------------------------------
+
+    def _verdict(
+        self,
+        work: Work,
+        scores: ModelScores | None,
+        started: float,
+        batch_id: str | None,
+        model_name: str | None,
+        model_version: str | None,
+        inference_ms: float | None,
+    ) -> Verdict:
+        message = _message(work)
+        outcome = work.outcome or RuleOutcome()
+        result = decide(outcome, scores, self._thresholds, model_available=scores is not None)
+        return Verdict(
+            position=work.position,
+            message_id=message.message_id,
+            group_id=message.group_id,
+            sender_id=message.sender_id,
+            sent_at=message.sent_at,
+            text_sha256=text_sha256(message.text),
+            rule_hits=outcome.hits,
+            scores=scores,
+            result=result,
+            model_name=model_name,
+            model_version=model_version,
+            batch_id=batch_id,
+            queue_ms=max(0.0, (started - work.fetched_at) * 1000.0),
+            inference_ms=inference_ms,
+        )
+
+    async def _finish(
+        self, works: list[Work], verdicts: list[Verdict], letters: list[DeadLetter]
+    ) -> None:
+        texts = {w.position: w.message.text for w in works if w.message is not None}
+        escalations = [Escalation(v, texts[v.position]) for v in verdicts if v.result.escalate]
+        by_partition: dict[PartitionKey, list[int]] = {}
+        for w in works:
+            by_partition.setdefault(w.partition_key, []).append(w.position.offset)
+        offsets = {
+            key: point
+            for key, offs in by_partition.items()
+            if (point := self._tracker.point_with(key, offs)) is not None
+        }
+        try:
+            stored = await self._write(SinkBatch(verdicts, escalations, letters, offsets))
+        except _Abandoned:
+            _log.warning("batch_abandoned", items=len(works))
+            return
+        for key, offs in by_partition.items():
+            self._tracker.mark_durable(key, offs)
+        self._metrics.in_flight_records.set(self._tracker.in_flight())
+        await self._committer.commit(
+            {key: self._tracker.durable_point(key) for key in by_partition}
+        )
+        now = time.monotonic()
+        for w in works:
+            self._metrics.end_to_end_seconds.observe(now - w.fetched_at)
+        for v in stored.verdicts:
+            self._metrics.verdicts_total.labels(
+                v.result.decision.value, v.result.decided_by.value
+            ).inc()
+            if v.result.escalate:
+                self._metrics.escalations_total.inc()
+        for letter in stored.dead_letters:
+            self._metrics.dead_letters_total.labels(letter.reason_code).inc()
+        await self._publish(stored.verdicts)
+
+    async def _write(self, batch: SinkBatch) -> SinkBatch:
+        """Write with retries while Postgres is down; isolate rows Postgres rejects."""
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                await self._sink.write(batch)
+            except SinkUnavailable as exc:
+                self.sink_healthy = False
+                _log.warning("sink_unavailable", error=str(exc), attempt=attempt)
+                if self._give_up.is_set():
+                    raise _Abandoned from exc
+                await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
+                continue
+            except SinkError as exc:
+                _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
+                return await self._isolate(batch)
+            self.sink_healthy = True
+            self._metrics.sink_seconds.observe(time.perf_counter() - started)
+            return batch
+
+    async def _isolate(self, batch: SinkBatch) -> SinkBatch:
+        """Postgres refused the batch: store each verdict alone, dead-letter those it refuses."""
+        kept: list[Verdict] = []
+        letters = list(batch.dead_letters)
+        escalations = {e.verdict.position: e for e in batch.escalations}
+        for verdict in batch.verdicts:
+            single = SinkBatch([verdict], [e for e in [escalations.get(verdict.position)] if e])
+            try:
+                await self._sink.write(single)
+            except SinkUnavailable:
+                raise
+            except SinkError as exc:
+                letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
+            else:
+                kept.append(verdict)
+        rest = SinkBatch([], [], letters, batch.offsets)
+        await self._sink.write(rest)
+        return SinkBatch(kept, [], letters, batch.offsets)
+
+    async def _send_dead_letters(self, dead: list[Work]) -> None:
+        attempt = 0
+        while dead:
+            attempt += 1
+            try:
+                await asyncio.gather(
+                    *(
+                        self._publisher.dead_letter(
+                            w.raw, w.kafka_key, w.position, _error(w).code.value, _error(w).reason
+                        )
+                        for w in dead
+                    )
+                )
+                return
+            except PublishError as exc:
+                _log.warning("dead_letter_retry", error=str(exc), attempt=attempt)
+                if self._give_up.is_set():
+                    raise _Abandoned from exc
+                await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
+
+    async def _publish(self, verdicts: list[Verdict]) -> None:
+        if not verdicts:
+            return
+        now = datetime.now(UTC)
+        records = [
+            (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=now)) for v in verdicts
+        ]
+        try:
+            await self._publisher.publish(self._verdict_topic, records)
+            await self._sink.mark_published([(v.position, v.sent_at) for v in verdicts])
+        except (PublishError, SinkError) as exc:
+            # The rows stay ``published = false``; the outbox relay sends them later.
+            self._metrics.publish_failures_total.inc()
+            _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))
+
+
+def _message(work: Work) -> ChatMessage:
+    if work.message is None:
+        raise ValueError(f"record {work.position} has no decoded message")
+    return work.message
+
+
+def _error(work: Work) -> DecodeError:
+    if work.error is None:
+        raise ValueError(f"record {work.position} is not a dead letter")
+    return work.error
+
+
+def _dead_letter(work: Work) -> DeadLetter:
+    error = _error(work)
+    return DeadLetter(work.position, error.code.value, error.reason, len(work.raw or b""))

@@ -1,0 +1,105 @@
+"""Kafka output: dead letters to ``chat.messages.dlq`` and verdicts to ``moderation.verdicts``.
+
+An idempotent producer (acks=all). Dead letters keep the original bytes (truncated with a header
+when they would not fit a Kafka record) and carry the source coordinates and reason in headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError
+
+from pipelines.messages import SourcePosition
+from worker.settings import KafkaSettings
+
+__all__ = ["KafkaPublisher", "PublishError"]
+
+_HEADROOM_BYTES = 64 * 1024
+
+
+class PublishError(Exception):
+    """Kafka did not acknowledge a record; the caller keeps the work pending and retries."""
+
+    retriable = True
+
+
+class KafkaPublisher:
+    def __init__(self, settings: KafkaSettings) -> None:
+        self._settings = settings
+        self._producer: AIOKafkaProducer | None = None
+        self._max_value_bytes = settings.max_message_bytes - _HEADROOM_BYTES
+
+    async def start(self) -> None:
+        if self._producer is not None:
+            return
+        producer = AIOKafkaProducer(
+            bootstrap_servers=self._settings.bootstrap_servers,
+            enable_idempotence=True,
+            acks="all",
+            linger_ms=5,
+            max_request_size=self._settings.max_message_bytes,
+        )
+        await producer.start()
+        self._producer = producer
+
+    async def stop(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            await producer.stop()
+
+    async def __aenter__(self) -> KafkaPublisher:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _require(self) -> AIOKafkaProducer:
+        if self._producer is None:
+            raise PublishError("publisher not started")
+        return self._producer
+
+    async def dead_letter(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        position: SourcePosition,
+        reason_code: str,
+        reason: str,
+    ) -> None:
+        """Send one record to the DLQ and wait for the acknowledgement."""
+        payload = value or b""
+        headers: list[tuple[str, bytes]] = [
+            ("source_topic", position.topic.encode()),
+            ("source_partition", str(position.partition).encode()),
+            ("source_offset", str(position.offset).encode()),
+            ("reason_code", reason_code.encode()),
+            ("reason", reason.encode()),
+            ("original_bytes", str(len(payload)).encode()),
+        ]
+        if value is None:
+            headers.append(("original_null", b"true"))
+        if len(payload) > self._max_value_bytes:
+            payload = payload[: self._max_value_bytes]
+            headers.append(("truncated", b"true"))
+        try:
+            await self._require().send_and_wait(
+                self._settings.dlq_topic, payload, key=key, headers=headers
+            )
+        except KafkaError as exc:
+            raise PublishError(f"dead letter not acknowledged: {type(exc).__name__}") from exc
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """Send ``(key, value)`` records and wait until all are acknowledged."""
+        producer = self._require()
+        try:
+            futures: list[Any] = [
+                await producer.send(topic, value, key=key) for key, value in records
+            ]
+            await asyncio.gather(*futures)
+        except KafkaError as exc:
+            raise PublishError(f"publish not acknowledged: {type(exc).__name__}") from exc

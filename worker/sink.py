@@ -1,0 +1,309 @@
+"""The Postgres sink: one transaction per batch for verdicts, escalations, dead letters, offsets.
+
+Every insert is idempotent on the record's Kafka coordinates, and the consumer offsets written in
+the same transaction only move forward (``GREATEST``), so replays after a crash or a rebalance
+are absorbed instead of doubled.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+import asyncpg
+import orjson
+
+from pipelines.messages import SourcePosition
+from pipelines.verdict import Verdict
+from worker.offsets import PartitionKey
+from worker.settings import PostgresSettings
+
+__all__ = [
+    "DeadLetter",
+    "Escalation",
+    "PostgresSink",
+    "SinkBatch",
+    "SinkError",
+    "SinkUnavailable",
+]
+
+
+class SinkError(Exception):
+    retriable: ClassVar[bool] = False
+
+
+class SinkUnavailable(SinkError):
+    """Postgres cannot be reached or refused the connection; retry later, nothing is lost."""
+
+    retriable = True
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    position: SourcePosition
+    reason_code: str
+    reason: str
+    value_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class Escalation:
+    """A verdict that goes to human review, with the text the moderator must read."""
+
+    verdict: Verdict
+    message_text: str
+
+
+@dataclass(slots=True)
+class SinkBatch:
+    verdicts: list[Verdict] = field(default_factory=list)
+    escalations: list[Escalation] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    offsets: dict[PartitionKey, int] = field(default_factory=dict)
+    """Next offset to read per partition, stored in the same transaction."""
+
+
+_INSERT_VERDICTS = """
+INSERT INTO verdicts (
+    source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+    text_sha256, decision, decided_by, escalated, category, priority, reasons, rule_hits, scores,
+    sentiment_label, intent_label, toxicity_label, model_name, model_version, batch_id,
+    queue_ms, inference_ms)
+SELECT t, p, o, s, mid, gid, sid, h, d, db, e, c, pr,
+       ARRAY(SELECT jsonb_array_elements_text(rs::jsonb)), rh::jsonb, sc::jsonb,
+       sl, il, tl, mn, mv, b, q, i
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
+            $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
+            $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[])
+     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i)
+ON CONFLICT DO NOTHING
+"""
+
+_INSERT_REVIEW_ITEMS = """
+INSERT INTO review_items (
+    source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+    message_text, category, priority, auto_decision, reasons)
+SELECT t, p, o, s, mid, gid, sid, txt, c, pr, d, ARRAY(SELECT jsonb_array_elements_text(rs::jsonb))
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
+            $7::text[], $8::text[], $9::text[], $10::real[], $11::text[], $12::text[])
+     AS x(t, p, o, s, mid, gid, sid, txt, c, pr, d, rs)
+ON CONFLICT (source_topic, source_partition, source_offset) DO NOTHING
+"""
+
+_INSERT_DEAD_LETTERS = """
+INSERT INTO dead_letters (source_topic, source_partition, source_offset, reason_code, reason,
+                          value_bytes)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[])
+ON CONFLICT DO NOTHING
+"""
+
+_UPSERT_OFFSETS = """
+INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset)
+SELECT $1, t, p, o FROM unnest($2::text[], $3::int[], $4::bigint[]) AS x(t, p, o)
+ON CONFLICT (consumer_group, topic, partition) DO UPDATE
+SET next_offset = GREATEST(consumer_offsets.next_offset, EXCLUDED.next_offset), updated_at = now()
+"""
+
+_MARK_PUBLISHED = """
+UPDATE verdicts v SET published = true
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[]) AS x(t, p, o, s)
+WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
+  AND v.sent_at = x.s AND NOT v.published
+"""
+
+
+def _dumps(obj: object) -> str:
+    return orjson.dumps(obj).decode()
+
+
+def _verdict_columns(verdicts: Sequence[Verdict]) -> list[list[Any]]:
+    cols: list[list[Any]] = [[] for _ in range(24)]
+    for v in verdicts:
+        labels = v.scores.labels() if v.scores is not None else {}
+        row: tuple[Any, ...] = (
+            v.position.topic,
+            v.position.partition,
+            v.position.offset,
+            v.sent_at,
+            v.message_id,
+            v.group_id,
+            v.sender_id,
+            v.text_sha256,
+            v.result.decision.value,
+            v.result.decided_by.value,
+            v.result.escalate,
+            v.result.category,
+            v.result.priority,
+            _dumps(list(v.result.reasons)),
+            _dumps([h.as_dict() for h in v.rule_hits]),
+            _dumps(v.scores.as_dict()) if v.scores is not None else None,
+            labels.get("sentiment"),
+            labels.get("intent"),
+            labels.get("toxicity"),
+            v.model_name,
+            v.model_version,
+            uuid.UUID(v.batch_id) if v.batch_id else None,
+            v.queue_ms,
+            v.inference_ms,
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    return cols
+
+
+def _review_columns(escalations: Sequence[Escalation]) -> list[list[Any]]:
+    cols: list[list[Any]] = [[] for _ in range(12)]
+    for e in escalations:
+        v = e.verdict
+        row: tuple[Any, ...] = (
+            v.position.topic,
+            v.position.partition,
+            v.position.offset,
+            v.sent_at,
+            v.message_id,
+            v.group_id,
+            v.sender_id,
+            e.message_text,
+            v.result.category,
+            v.result.priority,
+            v.result.decision.value,
+            _dumps(list(v.result.reasons)),
+        )
+        for col, value in zip(cols, row, strict=True):
+            col.append(value)
+    return cols
+
+
+_UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    TimeoutError,
+    asyncpg.exceptions.ConnectionDoesNotExistError,
+    asyncpg.exceptions.InterfaceError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.TooManyConnectionsError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+)
+
+_PING_ERRORS: tuple[type[BaseException], ...] = (*_UNAVAILABLE_ERRORS, asyncpg.PostgresError)
+
+
+class PostgresSink:
+    def __init__(self, settings: PostgresSettings, consumer_group: str) -> None:
+        self._settings = settings
+        self._group = consumer_group
+        self._pool: asyncpg.Pool[Any] | None = None
+
+    async def start(self) -> None:
+        if self._pool is not None:
+            return
+        try:
+            self._pool = await asyncpg.create_pool(
+                self._settings.dsn.get_secret_value(),
+                min_size=self._settings.min_pool_size,
+                max_size=self._settings.max_pool_size,
+                command_timeout=self._settings.command_timeout_s,
+            )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"cannot connect: {type(exc).__name__}") from exc
+
+    async def stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            await pool.close()
+
+    async def __aenter__(self) -> PostgresSink:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def _require_pool(self) -> asyncpg.Pool[Any]:
+        if self._pool is None:
+            raise SinkUnavailable("sink not started")
+        return self._pool
+
+    async def write(self, batch: SinkBatch) -> None:
+        """Store the whole batch atomically; raise ``SinkUnavailable`` to be retried."""
+        pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                if batch.verdicts:
+                    await conn.execute(_INSERT_VERDICTS, *_verdict_columns(batch.verdicts))
+                if batch.escalations:
+                    await conn.execute(_INSERT_REVIEW_ITEMS, *_review_columns(batch.escalations))
+                if batch.dead_letters:
+                    d = batch.dead_letters
+                    await conn.execute(
+                        _INSERT_DEAD_LETTERS,
+                        [x.position.topic for x in d],
+                        [x.position.partition for x in d],
+                        [x.position.offset for x in d],
+                        [x.reason_code for x in d],
+                        [x.reason for x in d],
+                        [x.value_bytes for x in d],
+                    )
+                if batch.offsets:
+                    keys = sorted(batch.offsets)  # fixed lock order between concurrent batches
+                    await conn.execute(
+                        _UPSERT_OFFSETS,
+                        self._group,
+                        [k[0] for k in keys],
+                        [k[1] for k in keys],
+                        [batch.offsets[k] for k in keys],
+                    )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"write failed: {type(exc).__name__}") from exc
+        except asyncpg.PostgresError as exc:
+            raise SinkError(f"write rejected: {exc.sqlstate}") from exc
+
+    async def stored_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        """Next offset to read for each partition that has one stored."""
+        pool = self._require_pool()
+        try:
+            rows = await pool.fetch(
+                "SELECT partition, next_offset FROM consumer_offsets "
+                "WHERE consumer_group = $1 AND topic = $2 AND partition = ANY($3::int[])",
+                self._group,
+                topic,
+                list(partitions),
+            )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"offset read failed: {type(exc).__name__}") from exc
+        return {int(r["partition"]): int(r["next_offset"]) for r in rows}
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
+        if not keys:
+            return
+        pool = self._require_pool()
+        try:
+            await pool.execute(
+                _MARK_PUBLISHED,
+                [k[0].topic for k in keys],
+                [k[0].partition for k in keys],
+                [k[0].offset for k in keys],
+                [k[1] for k in keys],
+            )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"mark published failed: {type(exc).__name__}") from exc
+
+    async def ensure_partitions(self, months_ahead: int = 3) -> None:
+        pool = self._require_pool()
+        await pool.execute(
+            "SELECT modstream_ensure_verdict_partitions((now() - interval '1 month')::date, $1)",
+            months_ahead + 2,
+        )
+
+    async def ping(self) -> bool:
+        if self._pool is None:
+            return False
+        try:
+            await self._pool.fetchval("SELECT 1", timeout=2.0)
+        except _PING_ERRORS:
+            return False
+        return True

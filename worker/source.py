@@ -1,0 +1,162 @@
+"""The Kafka source: a manual-commit consumer that seeks to the offsets stored in Postgres.
+
+On assignment each partition is positioned at the ``next_offset`` its last verdict transaction
+stored (Postgres is the source of truth); on revocation the owner's ``on_revoke`` drains what is
+in flight before the partitions go. Commits to Kafka are explicit per partition (never a bare
+``commit()``), serialised, and skipped while a rebalance is running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.errors import CommitFailedError, KafkaError
+
+from worker.logs import get_logger
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.retry import backoff_s
+from worker.settings import KafkaSettings
+
+__all__ = ["KafkaSource", "OffsetStore"]
+
+_log = get_logger(__name__)
+
+
+class OffsetStore(Protocol):
+    async def stored_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]: ...
+
+
+class _Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+    def __init__(self, source: KafkaSource) -> None:
+        self._source = source
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        await self._source._handle_revoked([(tp.topic, tp.partition) for tp in revoked])
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        await self._source._handle_assigned(list(assigned))
+
+
+class KafkaSource:
+    def __init__(
+        self,
+        settings: KafkaSettings,
+        store: OffsetStore,
+        tracker: OffsetTracker,
+        on_revoke: Callable[[list[PartitionKey]], Awaitable[None]],
+    ) -> None:
+        self._settings = settings
+        self._store = store
+        self._tracker = tracker
+        self._on_revoke = on_revoke
+        self._consumer: AIOKafkaConsumer | None = None
+        self._commit_lock = asyncio.Lock()
+        self._rebalancing = False
+        self._assigned: set[PartitionKey] = set()
+
+    @property
+    def assigned(self) -> frozenset[PartitionKey]:
+        return frozenset(self._assigned)
+
+    async def start(self) -> None:
+        if self._consumer is not None:
+            return
+        s = self._settings
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=s.bootstrap_servers,
+            group_id=s.group_id,
+            group_instance_id=s.group_instance_id,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=s.max_poll_records,
+            fetch_max_bytes=s.fetch_max_bytes,
+            max_partition_fetch_bytes=max(s.max_message_bytes * 2, 1_048_576),
+            session_timeout_ms=s.session_timeout_ms,
+            rebalance_timeout_ms=s.rebalance_timeout_ms,
+            heartbeat_interval_ms=max(1000, s.session_timeout_ms // 10),
+        )
+        await consumer.start()
+        consumer.subscribe(topics=[s.input_topic], listener=_Listener(self))
+        self._consumer = consumer
+
+    async def stop(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            await consumer.stop()
+
+    async def fetch(self, timeout_ms: int) -> Mapping[Any, list[Any]]:
+        if self._consumer is None:
+            return {}
+        records: Mapping[Any, list[Any]] = await self._consumer.getmany(
+            timeout_ms=timeout_ms, max_records=self._settings.max_poll_records
+        )
+        return records
+
+    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+        """Commit ``points`` for partitions still assigned; best effort (Postgres is the truth)."""
+        if self._consumer is None or self._rebalancing:
+            return
+        async with self._commit_lock:
+            await self._commit_locked(points)
+
+    async def _commit_locked(self, points: Mapping[PartitionKey, int | None]) -> None:
+        if self._consumer is None:
+            return
+        offsets = {
+            TopicPartition(k[0], k[1]): p
+            for k, p in points.items()
+            if p is not None and k in self._assigned
+        }
+        if not offsets:
+            return
+        try:
+            await self._consumer.commit(offsets)
+        except (CommitFailedError, KafkaError) as exc:
+            _log.warning("kafka_commit_skipped", error=type(exc).__name__)
+
+    async def commit_all(self) -> None:
+        """Commit every assigned partition's durable point (shutdown)."""
+        await self.commit({k: self._tracker.durable_point(k) for k in self._assigned})
+
+    async def _handle_revoked(self, keys: list[PartitionKey]) -> None:
+        self._rebalancing = True
+        _log.info("partitions_revoked", partitions=[f"{t}-{p}" for t, p in keys])
+        await self._on_revoke(keys)
+        async with self._commit_lock:
+            await self._commit_locked({k: self._tracker.durable_point(k) for k in keys})
+        for key in keys:
+            self._tracker.forget(key)
+            self._assigned.discard(key)
+
+    async def _assigned_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return await self._store.stored_offsets(topic, partitions)
+            except Exception as exc:  # the store wraps its errors; any failure means retry
+                _log.warning("stored_offsets_unavailable", error=type(exc).__name__)
+                await asyncio.sleep(backoff_s(attempt, 0.5, 5.0))
+
+    async def _handle_assigned(self, tps: list[TopicPartition]) -> None:
+        try:
+            by_topic: dict[str, list[int]] = {}
+            for tp in tps:
+                by_topic.setdefault(tp.topic, []).append(tp.partition)
+            for topic, partitions in by_topic.items():
+                stored = await self._assigned_offsets(topic, partitions)
+                for partition in partitions:
+                    key = (topic, partition)
+                    self._tracker.forget(key)
+                    self._assigned.add(key)
+                    if partition in stored and self._consumer is not None:
+                        self._consumer.seek(TopicPartition(topic, partition), stored[partition])
+            _log.info(
+                "partitions_assigned",
+                partitions=[f"{tp.topic}-{tp.partition}" for tp in tps],
+            )
+        finally:
+            self._rebalancing = False
