@@ -7,7 +7,8 @@ It never contains the message text (nor its hash). Fields:
 (rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
 ``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``),
 ``scores`` (``{task: {label: probability}}`` or null), ``labels`` (``{task: label}`` or null),
-``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``created_at`` (ISO-8601 UTC).
+``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
+``created_at`` (ISO-8601 UTC, ``Z`` suffix).
 """
 
 from __future__ import annotations
@@ -49,8 +50,15 @@ def verdict_record(verdict: Verdict, *, created_at: datetime) -> dict[str, objec
         "model_name": verdict.model_name,
         "model_version": verdict.model_version,
         "batch_id": verdict.batch_id,
-        "created_at": created_at.astimezone(UTC).isoformat().replace("+00:00", "Z"),
+        "sent_at": _utc_iso(verdict.sent_at),
+        "created_at": _utc_iso(created_at),
     }
+
+
+def _utc_iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # decoded messages are always aware; be lenient
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def encode_verdict_record(verdict: Verdict, *, created_at: datetime) -> bytes:

@@ -1,0 +1,160 @@
+"""Every rule of the shipped default set fires on an example and not on a benign near-miss."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from pipelines.messages import ChatMessage
+from pipelines.rules import RuleEngine, default_ruleset
+
+SENT_AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+ENGINE = RuleEngine(default_ruleset())
+
+# rule id -> (texts it must fire on, near-miss texts it must not fire on)
+CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "en.hate.slur": (("you filthy faggot", "CHINKS go home"), ("he speaks chinese", "spicy food")),
+    "zh.hate.slur": (("滚回去吧黑鬼", "这些支那人"), ("黑色的鬼屋很吓人", "支持那个人")),
+    "en.threat.kill": (
+        (
+            "I will kill you",
+            "I\u2019ll kill you tonight",
+            "im gonna stab u",
+            "I know where you live",
+        ),
+        ("I will kill this bug", "you will kill it on stage", "i know where you work"),
+    ),
+    "zh.threat.kill": (
+        ("我要杀了你", "我迟早弄死你", "小心我杀你全家"),
+        ("我要杀了这个进程", "他杀了一条鱼"),
+    ),
+    "en.harassment.kys": (
+        ("just kill yourself", "kys loser"),
+        ("don't kill yourself over homework", "keys"),
+    ),
+    "en.self_harm.intent": (
+        ("i want to kill myself", "I want to end it all", "i don't want to live anymore"),
+        ("this level is killing me", "i want to end the game early"),
+    ),
+    "zh.self_harm.intent": (
+        ("我真的想死了", "我不想活了", "我想自杀"),
+        ("我想死你了", "想死我了宝贝"),
+    ),
+    "en.offensive.profanity": (
+        ("what the fuck", "you ASSHOLE", "stfu"),
+        ("this class rocks", "shitake mushrooms", "cocktail"),
+    ),
+    "en.offensive.obfuscated": (
+        ("f*ck you", "what the f**k", "sh!t happens", "b1tch"),
+        ("fukushima trip", "a shirt", "fuchsia"),
+    ),
+    "en.offensive.insult": (("you moron", "total dumbass"), ("moronic", "oxymoron")),
+    "zh.offensive.profanity": (
+        ("你个傻逼", "他妈的烦死了", "草泥马"),
+        ("他妈妈做饭很好吃", "傻瓜相机"),
+    ),
+    "en.sexual.solicitation": (
+        ("send me nudes", "wanna hook up tonight?", "sex chat anyone"),
+        ("send me the notes", "can you hook up the printer", "sex education class"),
+    ),
+    "zh.sexual.solicitation": (("同城约炮", "有没有人裸聊"), ("约会吃饭", "包子很好吃")),
+    "spam.free_money_link": (
+        ("FREE MONEY at https://scam.example", "earn $500 per day www.easy.example"),
+        ("free money would be nice", "read https://docs.example for details"),
+    ),
+    "zh.spam.invoice": (
+        ("代开发票，价格优惠", "专业代开增值税发票"),
+        ("请帮我开发票", "发票已经寄出"),
+    ),
+    "zh.spam.brushing": (("招兼职刷单日结", "刷单返利了解一下"), ("兼职老师招聘", "刷卡消费")),
+    "zh.spam.easy_money": (("在家躺赚", "每天日赚三百"), ("赚钱不容易", "日子过得很快")),
+    "spam.repeated_money": (
+        ("$10 $20 $30 just today", "￥100 ¥200 ￥300", "100元 200元 300块"),
+        ("costs $10 or $20", "100元"),
+    ),
+    "zh.ad.add_contact": (
+        ("有意者加微信", "详情加v", "加qq聊"),
+        ("微信支付很方便", "加油加油", "加vip会员"),
+    ),
+    "ad.wechat_id": (
+        ("微信: abc12345", "vx：hello_2024", "wechat id xy9988"),
+        ("my wechat account is down", "微信号码忘了"),
+    ),
+    "ad.qq_id": (("qq: 123456789", "扣扣 88889999", "qq群 12345"), ("qq音乐很好听", "qq 12")),
+    "ad.cn_mobile": (
+        ("call 13812345678", "电话138-1234-5678", "手机：15900001111"),
+        ("order 12345678901", "id 138123456789", "1381234567"),
+    ),
+}
+
+NEW_ACCOUNT = {"sender_joined_at": (SENT_AT - timedelta(hours=1)).isoformat()}
+OLD_ACCOUNT = {"sender_joined_at": (SENT_AT - timedelta(days=30)).isoformat()}
+
+
+def _hit_ids(text: str, metadata: dict[str, object] | None = None) -> set[str]:
+    message = ChatMessage("m-1", "g-1", "u-1", text, SENT_AT, metadata or {})
+    return {hit.rule_id for hit in ENGINE.evaluate(message).hits}
+
+
+def test_every_default_rule_has_cases() -> None:
+    """A rule added to default.toml without examples here fails this test."""
+    profile_rules = {"profile.new_account_link", "profile.repeat_offender"}
+    assert set(default_ruleset().ids()) == set(CASES) | profile_rules
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "text"),
+    [(rule_id, text) for rule_id, (fires, _) in CASES.items() for text in fires],
+)
+def test_rule_fires(rule_id: str, text: str) -> None:
+    """The rule fires on its example."""
+    assert rule_id in _hit_ids(text)
+
+
+@pytest.mark.parametrize(
+    ("rule_id", "text"),
+    [(rule_id, text) for rule_id, (_, misses) in CASES.items() for text in misses],
+)
+def test_rule_ignores_near_miss(rule_id: str, text: str) -> None:
+    """The rule does not fire on a benign text that resembles its example."""
+    assert rule_id not in _hit_ids(text)
+
+
+def test_new_account_link_rule() -> None:
+    """A one-hour-old account posting a link is flagged; a month-old one, or no link, is not."""
+    assert "profile.new_account_link" in _hit_ids("check https://deal.example", NEW_ACCOUNT)
+    assert "profile.new_account_link" not in _hit_ids("check https://deal.example", OLD_ACCOUNT)
+    assert "profile.new_account_link" not in _hit_ids("hello everyone", NEW_ACCOUNT)
+
+
+def test_repeat_offender_rule() -> None:
+    """Three strikes escalate; two do not."""
+    assert "profile.repeat_offender" in _hit_ids("hello", {"sender_strikes": 3})
+    assert "profile.repeat_offender" not in _hit_ids("hello", {"sender_strikes": 2})
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hey, are we still meeting at 8pm for the game?",
+        "今天天气很好，我们去公园散步吧。",
+        "Great assist! That was a classic play.",
+        "我们班的同学明天去春游",
+        "The meeting is at https://meet.example/abc",
+    ],
+)
+def test_ordinary_chat_has_no_hits(text: str) -> None:
+    """Everyday English and Chinese chat triggers no rule."""
+    assert _hit_ids(text) == set()
+
+
+def test_decisive_and_escalating_defaults() -> None:
+    """Slurs and clear scams block at once; threats and self-harm escalate without blocking."""
+    slur = ENGINE.evaluate(ChatMessage("m", "g", "u", "faggot", SENT_AT))
+    assert slur.is_decisive
+    threat = ENGINE.evaluate(ChatMessage("m", "g", "u", "我要杀了你", SENT_AT))
+    assert threat.wants_escalation
+    assert not threat.is_decisive
+    scam = ENGINE.evaluate(ChatMessage("m", "g", "u", "兼职刷单 日结", SENT_AT))
+    assert scam.is_decisive
