@@ -127,6 +127,8 @@ class ReviewSettings(_Section):
     """Queue rank added per active strike of the sender (capped at five strikes)."""
     age_weight_per_hour: float = 0.02
     """Queue rank added per hour an item has waited (capped at 24 hours)."""
+    confidence_weight: float = 0.2
+    """Queue rank added per unit of the model's highest harmful probability."""
     session_ttl_s: int = Field(default=43_200, ge=60)
     """Console sign-ins last this long."""
     cookie_secure: bool = False

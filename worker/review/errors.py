@@ -1,0 +1,82 @@
+"""Typed outcomes of review operations; the HTTP layer maps each class to one status code."""
+
+from __future__ import annotations
+
+__all__ = [
+    "ClaimLimitError",
+    "ClaimRequiredError",
+    "ForbiddenQueueError",
+    "InvalidDecisionError",
+    "ItemClaimedError",
+    "ItemNotFoundError",
+    "ItemResolvedError",
+    "PublishFailedError",
+    "ReviewError",
+    "UserExistsError",
+]
+
+
+class ReviewError(Exception):
+    """Base of every review error. ``code`` is stable and machine-readable."""
+
+    code = "review_error"
+    status_code = 400
+    retriable = False
+
+
+class ItemNotFoundError(ReviewError):
+    code = "item_not_found"
+    status_code = 404
+
+
+class ForbiddenQueueError(ReviewError):
+    """The item sits in a queue the caller's role may not work (admin escalations)."""
+
+    code = "forbidden_queue"
+    status_code = 403
+
+
+class ItemClaimedError(ReviewError):
+    """Someone else holds a live claim on the item."""
+
+    code = "item_claimed"
+    status_code = 409
+    retriable = True
+
+
+class ItemResolvedError(ReviewError):
+    code = "item_resolved"
+    status_code = 409
+
+
+class ClaimRequiredError(ReviewError):
+    """Deciding or releasing needs a live claim held by the caller (it may have expired)."""
+
+    code = "claim_required"
+    status_code = 409
+
+
+class ClaimLimitError(ReviewError):
+    """The caller already holds as many live claims as allowed."""
+
+    code = "claim_limit_reached"
+    status_code = 429
+    retriable = True
+
+
+class InvalidDecisionError(ReviewError):
+    code = "invalid_decision"
+    status_code = 422
+
+
+class UserExistsError(ReviewError):
+    code = "user_exists"
+    status_code = 409
+
+
+class PublishFailedError(ReviewError):
+    """Kafka did not take a decision; it stays in the outbox and is retried."""
+
+    code = "publish_failed"
+    status_code = 503
+    retriable = True

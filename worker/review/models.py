@@ -1,0 +1,174 @@
+"""The review API's data shapes (pydantic, so they double as the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Action",
+    "AuditEvent",
+    "ClaimResult",
+    "DecideRequest",
+    "DecisionResult",
+    "ItemContext",
+    "QueueCount",
+    "QueueFilter",
+    "QueueItem",
+    "Role",
+    "Strike",
+    "User",
+    "VerdictDetail",
+]
+
+
+class Role(StrEnum):
+    MODERATOR = "moderator"
+    ADMIN = "admin"
+
+
+class Action(StrEnum):
+    """What a moderator decides. Every action but ``escalate_to_admin`` resolves the item."""
+
+    APPROVE = "approve"
+    REMOVE_MESSAGE = "remove_message"
+    WARN = "warn"
+    MUTE = "mute"
+    BAN = "ban"
+    ESCALATE_TO_ADMIN = "escalate_to_admin"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class User(_Model):
+    id: int
+    name: str
+    role: Role
+
+    @property
+    def queues(self) -> list[str]:
+        """Queues this user may see and work: admins work both."""
+        return ["moderator", "admin"] if self.role is Role.ADMIN else ["moderator"]
+
+
+class QueueFilter(_Model):
+    category: str | None = None
+    group_id: str | None = None
+    queue: str | None = None
+    min_age_s: float | None = Field(default=None, ge=0)
+    max_age_s: float | None = Field(default=None, ge=0)
+    include_claimed: bool = False
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class QueueItem(_Model):
+    """One queue row. No message text: the listing is for triage, the context view shows text."""
+
+    id: int
+    queue: str
+    status: str
+    """``open`` or ``claimed``; a claim past its expiry reads as ``open``."""
+    category: str | None
+    group_id: str
+    sender_id: str
+    message_id: str
+    priority: float
+    confidence: float
+    """Highest harmful model probability behind the verdict (0 when no model scored it)."""
+    sender_strikes: int
+    age_s: float
+    rank: float
+    """priority + repeat-offender, age and confidence boosts; the queue is ordered by this."""
+    claimed_by: str | None
+    claim_expires_at: datetime | None
+    created_at: datetime
+    sent_at: datetime
+
+
+class QueueCount(_Model):
+    queue: str
+    category: str | None
+    open: int
+    claimed: int
+
+
+class ClaimResult(_Model):
+    item_id: int
+    claimed_by: str
+    claim_expires_at: datetime
+
+
+class DecideRequest(_Model):
+    action: Action
+    reason: str = Field(min_length=1, max_length=2000)
+
+
+class DecisionResult(_Model):
+    item_id: int
+    action: Action
+    decision_id: str | None
+    """Carried by the Kafka record; ``None`` for ``escalate_to_admin`` (nothing published)."""
+    event_id: int
+    decided_at: datetime
+    published: bool
+    """False when Kafka was unreachable: the decision waits in the outbox and is retried."""
+
+
+class AuditEvent(_Model):
+    id: int
+    review_item_id: int
+    actor: str
+    action: str
+    reason: str | None
+    details: dict[str, Any]
+    created_at: datetime
+
+
+class Strike(_Model):
+    action: str
+    weight: int
+    group_id: str
+    review_item_id: int
+    created_at: datetime
+    expires_at: datetime
+
+
+class VerdictDetail(_Model):
+    decision: str
+    decided_by: str
+    category: str | None
+    reasons: list[str]
+    rule_hits: list[dict[str, Any]]
+    scores: dict[str, dict[str, float]] | None
+    sentiment_label: str | None
+    intent_label: str | None
+    toxicity_label: str | None
+    model_name: str | None
+    model_version: str | None
+    batch_id: str | None
+    queue_ms: float
+    inference_ms: float | None
+    created_at: datetime
+
+
+class ItemContext(_Model):
+    """Everything a moderator needs to decide one item."""
+
+    item: dict[str, Any]
+    verdict: VerdictDetail | None
+    group_messages: list[dict[str, Any]]
+    """Earlier escalated messages of the group (with text), newest first."""
+    group_verdicts: list[dict[str, Any]]
+    """Earlier verdicts in the group (no text: verdicts never store it), newest first."""
+    sender_items: list[dict[str, Any]]
+    """The sender's other escalations and how they were resolved, newest first."""
+    sender_verdict_counts: dict[str, int]
+    """The sender's verdicts over the last 30 days, by decision."""
+    sender_strikes: int
+    strikes: list[Strike]
+    events: list[AuditEvent]
