@@ -1,0 +1,152 @@
+"""The test-only ``moderation`` fixture model honours the contract of pipelines/scores.py."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS, ModelScores
+from worker.settings import project_root
+
+MODEL_DIR = project_root() / "tests" / "fixtures" / "model_repository" / "moderation"
+
+
+@dataclass
+class _Tensor:
+    name: str
+    array: Any
+
+    def as_numpy(self) -> Any:
+        return self.array
+
+
+@dataclass
+class _Response:
+    output_tensors: list[_Tensor]
+
+
+@dataclass
+class _Request:
+    inputs: dict[str, _Tensor]
+
+
+def _fake_pb_utils() -> types.ModuleType:
+    module = types.ModuleType("triton_python_backend_utils")
+    module.Tensor = _Tensor  # type: ignore[attr-defined]
+    module.InferenceResponse = _Response  # type: ignore[attr-defined]
+    module.get_input_tensor_by_name = lambda request, name: request.inputs[name]  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.fixture(scope="module")
+def model_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The fixture's model.py, imported with a stand-in for Triton's backend utilities."""
+    saved = sys.modules.get("triton_python_backend_utils")
+    sys.modules["triton_python_backend_utils"] = _fake_pb_utils()
+    try:
+        spec = importlib.util.spec_from_file_location(
+            "fixture_moderation", MODEL_DIR / "1" / "model.py"
+        )
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        if saved is None:
+            sys.modules.pop("triton_python_backend_utils", None)
+        else:
+            sys.modules["triton_python_backend_utils"] = saved
+    return module
+
+
+def _run(model_module: Any, texts: list[str]) -> dict[str, Any]:
+    batch = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
+    [response] = model_module.TritonPythonModel().execute(
+        [_Request({"TEXT": _Tensor("TEXT", batch)})]
+    )
+    return {tensor.name: tensor.array for tensor in response.output_tensors}
+
+
+def _scores(outputs: dict[str, Any], row: int) -> ModelScores:
+    return ModelScores(
+        sentiment=tuple(float(x) for x in outputs["SENTIMENT"][row]),
+        intent=tuple(float(x) for x in outputs["INTENT"][row]),
+        toxicity=tuple(float(x) for x in outputs["TOXICITY"][row]),
+    )
+
+
+def test_config_matches_contract() -> None:
+    """config.pbtxt names model moderation, TEXT input, the three outputs and batching >= 128."""
+    config = (MODEL_DIR / "config.pbtxt").read_text(encoding="utf-8")
+    assert 'name: "moderation"' in config
+    assert 'name: "TEXT"' in config
+    assert "TYPE_STRING" in config
+    for name, labels in (("SENTIMENT", SENTIMENT_LABELS), ("INTENT", INTENT_LABELS),
+                         ("TOXICITY", TOXICITY_LABELS)):  # fmt: skip
+        block = config.split(f'name: "{name}"', 1)[1].split("}", 1)[0]
+        assert "TYPE_FP32" in block
+        assert f"dims: [ {len(labels)} ]" in block
+    max_batch = int(config.split("max_batch_size:", 1)[1].split()[0])
+    assert max_batch >= 128
+    assert "dynamic_batching" in config
+
+
+def test_fixture_says_it_is_not_a_moderation_model(model_module: Any) -> None:
+    """The docstring and the README state plainly that this is a test fixture."""
+    assert "TEST FIXTURE, NOT A MODERATION MODEL" in model_module.__doc__
+    assert "never a moderation model" in (MODEL_DIR / "README.md").read_text(encoding="utf-8")
+
+
+def test_outputs_have_contract_shapes_and_sum_to_one(model_module: Any) -> None:
+    """Every row has the label count of its task and passes ModelScores validation."""
+    texts = ["hello", "you idiot", "buy now", "why?", "", "你好 世界"]
+    outputs = _run(model_module, texts)
+    assert outputs["SENTIMENT"].shape == (len(texts), 3)
+    assert outputs["INTENT"].shape == (len(texts), 4)
+    assert outputs["TOXICITY"].shape == (len(texts), 3)
+    for name in ("SENTIMENT", "INTENT", "TOXICITY"):
+        assert outputs[name].dtype == np.float32
+    for row in range(len(texts)):
+        _scores(outputs, row)  # raises ScoreRowError on a broken row
+
+
+def test_cue_words_move_the_expected_labels(model_module: Any) -> None:
+    """Fixed cue words make their label the most probable; a plain text stays benign."""
+    texts = ["you stupid idiot", "they are vermin", "click here, winner", "big sale at my shop",
+             "is it raining?", "thanks, great stream", "nice weather today"]  # fmt: skip
+    outputs = _run(model_module, texts)
+    labels = [_scores(outputs, row).labels() for row in range(len(texts))]
+    assert labels[0]["toxicity"] == "offensive"
+    assert labels[0]["sentiment"] == "negative"
+    assert labels[1]["toxicity"] == "hate"
+    assert labels[2]["intent"] == "spam"
+    assert labels[3]["intent"] == "advertisement"
+    assert labels[4]["intent"] == "question"
+    assert labels[5]["sentiment"] == "positive"
+    assert labels[6]["toxicity"] == "none"
+    assert labels[6]["intent"] == "chat"
+
+
+def test_deterministic_and_input_dependent(model_module: Any) -> None:
+    """The same text scores the same every time; two different plain texts score differently."""
+    first = _run(model_module, ["see you tomorrow", "the game starts at nine"])
+    again = _run(model_module, ["see you tomorrow", "the game starts at nine"])
+    for name in ("SENTIMENT", "INTENT", "TOXICITY"):
+        np.testing.assert_array_equal(first[name], again[name])
+        assert not np.array_equal(first[name][0], first[name][1])
+
+
+def test_empty_batch_returns_empty_rows(model_module: Any) -> None:
+    """A request with zero rows yields zero-row outputs of the right widths."""
+    batch = np.zeros((0, 1), dtype=object)
+    [response] = model_module.TritonPythonModel().execute(
+        [_Request({"TEXT": _Tensor("TEXT", batch)})]
+    )
+    shapes = {tensor.name: tensor.array.shape for tensor in response.output_tensors}
+    assert shapes == {"SENTIMENT": (0, 3), "INTENT": (0, 4), "TOXICITY": (0, 3)}

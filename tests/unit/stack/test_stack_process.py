@@ -1,0 +1,156 @@
+"""Pid files, process identity, spawning, stopping and health waits (worker.stack.process)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from worker.stack.errors import PortInUseError, ServiceStartError
+from worker.stack.process import (
+    PidFile,
+    cmdline,
+    is_alive,
+    owns,
+    port_is_open,
+    spawn,
+    terminate,
+    wait_until,
+)
+
+_SLEEPER = "import sys, time; time.sleep(float(sys.argv[1]))"
+_STUBBORN = (
+    "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "print('ready', flush=True); time.sleep(float(sys.argv[1]))"
+)
+
+
+@pytest.fixture
+def spawned(tmp_path: Path) -> Iterator[list[int]]:
+    """Pids spawned by a test; any still alive are killed afterwards."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        if is_alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            wait_until(lambda p=pid: not is_alive(p), timeout_s=5, what="cleanup")
+
+
+def test_pid_file_round_trip(tmp_path: Path) -> None:
+    """A written pid reads back; after remove the file is gone and read gives None."""
+    pid_file = PidFile(tmp_path / "sub" / "x.pid")
+    assert pid_file.read() is None
+    pid_file.write(4321)
+    assert pid_file.read() == 4321
+    pid_file.remove()
+    assert not pid_file.path.exists()
+    assert pid_file.read() is None
+    pid_file.remove()  # twice is fine
+
+
+@pytest.mark.parametrize("content", ["", "abc", "-5", "0", "12 13"])
+def test_pid_file_rejects_garbage(tmp_path: Path, content: str) -> None:
+    """A pid file holding no positive integer reads as None rather than raising."""
+    path = tmp_path / "x.pid"
+    path.write_text(content, encoding="ascii")
+    assert PidFile(path).read() is None
+
+
+def test_spawn_records_cmdline_and_owns_checks_marker(tmp_path: Path, spawned: list[int]) -> None:
+    """A spawned process is alive, its cmdline is readable, and owns() requires the marker."""
+    marker = str(tmp_path / "marker-for-this-test")
+    pid = spawn([sys.executable, "-c", _SLEEPER, "30", marker], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    assert is_alive(pid)
+    assert marker in cmdline(pid)
+    assert owns(pid, marker)
+    assert not owns(pid, str(tmp_path / "another-marker"))
+    assert not owns(None, marker)
+
+
+def test_terminate_leaves_foreign_process_alone(tmp_path: Path, spawned: list[int]) -> None:
+    """terminate() refuses a live process whose cmdline lacks the marker (a reused pid)."""
+    pid = spawn([sys.executable, "-c", _SLEEPER, "30"], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    assert terminate(pid, str(tmp_path / "not-in-its-cmdline"), timeout_s=1) is False
+    time.sleep(0.2)
+    assert is_alive(pid)
+
+
+def test_terminate_stops_our_process(tmp_path: Path, spawned: list[int]) -> None:
+    """terminate() stops a process of ours with SIGTERM and reports it."""
+    marker = str(tmp_path / "ours")
+    pid = spawn([sys.executable, "-c", _SLEEPER, "30", marker], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    assert terminate(pid, marker, timeout_s=10) is True
+    assert not is_alive(pid)
+
+
+def test_terminate_escalates_to_sigkill(tmp_path: Path, spawned: list[int]) -> None:
+    """A process ignoring SIGTERM is killed with SIGKILL once the timeout passes."""
+    marker = str(tmp_path / "stubborn")
+    log = tmp_path / "log.txt"
+    pid = spawn([sys.executable, "-c", _STUBBORN, "30", marker], log_path=log)
+    spawned.append(pid)
+    wait_until(lambda: "ready" in log.read_text(), timeout_s=10, what="stubborn child")
+    started = time.monotonic()
+    assert terminate(pid, marker, timeout_s=0.5) is True
+    assert not is_alive(pid)
+    assert time.monotonic() - started >= 0.5
+
+
+def test_terminate_of_dead_pid_is_false(tmp_path: Path) -> None:
+    """terminate() on a pid that no longer runs does nothing and says so."""
+    pid = spawn([sys.executable, "-c", "pass"], log_path=tmp_path / "log.txt")
+    wait_until(lambda: not is_alive(pid), timeout_s=10, what="short child")
+    assert terminate(pid, "anything", timeout_s=1) is False
+
+
+def test_spawn_refuses_a_taken_port(tmp_path: Path) -> None:
+    """spawn() fails with PortInUseError when a listed port already accepts connections."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert port_is_open(port)
+        with pytest.raises(PortInUseError, match=str(port)):
+            spawn([sys.executable, "-c", "pass"], log_path=tmp_path / "log.txt", ports=[port])
+
+
+def test_spawn_of_missing_program_is_a_start_error(tmp_path: Path) -> None:
+    """A program that does not exist surfaces as ServiceStartError, not OSError."""
+    with pytest.raises(ServiceStartError):
+        spawn([str(tmp_path / "no-such-program")], log_path=tmp_path / "log.txt")
+
+
+def test_wait_until_times_out_with_log_hint(tmp_path: Path) -> None:
+    """wait_until() raises after the timeout and names the log file to read."""
+    log = tmp_path / "service.log"
+    with pytest.raises(ServiceStartError, match=r"service\.log"):
+        wait_until(lambda: False, timeout_s=0.3, what="never", log_path=log)
+
+
+def test_wait_until_fails_fast_when_process_dies() -> None:
+    """wait_until() stops waiting as soon as ``alive`` says the process is gone."""
+    started = time.monotonic()
+    with pytest.raises(ServiceStartError, match="exited"):
+        wait_until(lambda: False, timeout_s=30, what="dead", alive=lambda: False)
+    assert time.monotonic() - started < 5
+
+
+def test_wait_until_returns_when_check_passes() -> None:
+    """wait_until() returns once the check becomes true."""
+    calls: list[int] = []
+
+    def check() -> bool:
+        calls.append(1)
+        return len(calls) >= 3
+
+    wait_until(check, timeout_s=10, what="eventually")
+    assert len(calls) == 3

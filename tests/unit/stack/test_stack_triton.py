@@ -1,0 +1,69 @@
+"""Triton repository checks and server environment (worker.stack.triton)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.settings import StackSettings, project_root
+from worker.stack.errors import NoModelsError
+from worker.stack.triton import TritonDistribution, TritonServer, model_names, triton_environment
+
+FIXTURE_REPOSITORY = project_root() / "tests" / "fixtures" / "model_repository"
+
+
+def test_model_names_lists_folders_with_config(tmp_path: Path) -> None:
+    """Only sub-folders holding config.pbtxt count as models; a missing folder has none."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "config.pbtxt").write_text("", encoding="utf-8")
+    (tmp_path / "b").mkdir()
+    assert model_names(tmp_path) == ["a"]
+    assert model_names(tmp_path / "missing") == []
+    assert model_names(FIXTURE_REPOSITORY) == ["moderation"]
+
+
+def test_empty_repository_is_refused(tmp_path: Path) -> None:
+    """check() raises NoModelsError naming the env override when the repository is empty."""
+    server = TritonServer(StackSettings(state_dir=tmp_path, model_repository=tmp_path / "repo"))
+    with pytest.raises(NoModelsError, match="MODSTREAM_STACK__MODEL_REPOSITORY"):
+        server.check()
+
+
+def test_environment_puts_venv_and_libraries_first(tmp_path: Path) -> None:
+    """PATH starts with <prefix>/bin; LD_LIBRARY_PATH holds the wheel libs, LIBDIR, then the old."""
+    dist = TritonDistribution(tmp_path / "site" / "pytriton")
+    env = triton_environment(
+        dist,
+        {"PATH": "/usr/bin", "LD_LIBRARY_PATH": "/old", "PYTHONHOME": "/x"},
+        tmp_path / "venv",
+        "/py/lib",
+    )
+    assert env["PATH"].split(":") == [str(tmp_path / "venv" / "bin"), "/usr/bin"]
+    assert env["LD_LIBRARY_PATH"].split(":") == [
+        str(tmp_path / "site" / "nvidia_pytriton.libs"),
+        "/py/lib",
+        "/old",
+    ]
+    assert "PYTHONHOME" not in env
+
+
+def test_command_uses_settings_ports_and_loads_every_model(tmp_path: Path) -> None:
+    """The server command carries the configured ports, repository and explicit load of all."""
+    settings = StackSettings(
+        state_dir=tmp_path,
+        model_repository=FIXTURE_REPOSITORY,
+        triton_http_port=28100,
+        triton_grpc_port=28101,
+        triton_metrics_port=28102,
+    )
+    argv, env = TritonServer(settings).command()
+    assert "--http-port=28100" in argv
+    assert "--grpc-port=28101" in argv
+    assert "--metrics-port=28102" in argv
+    assert "--model-control-mode=explicit" in argv
+    assert "--load-model=*" in argv
+    assert f"--model-repository={FIXTURE_REPOSITORY}" in argv
+    assert f"--backend-directory={tmp_path / 'triton' / 'backends'}" in argv
+    assert env is not None
+    assert "nvidia_pytriton.libs" in env["LD_LIBRARY_PATH"]
