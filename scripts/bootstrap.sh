@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a Debian machine for modstream: system packages for the local stack
+# (PostgreSQL server, a Java 17+ runtime, Maven) and the project's virtual environment.
+# Quiet when everything is already in place; make targets call it before anything else.
+#
+#   scripts/bootstrap.sh            # install what is missing
+#   PYTHON=python3.11 scripts/bootstrap.sh
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+PYTHON="${PYTHON:-python3.11}"
+VENV=".venv"
+STAMP="$VENV/.modstream-bootstrap"
+
+say() { printf 'bootstrap: %s\n' "$*"; }
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"
+    elif command -v sudo >/dev/null 2>&1; then sudo "$@"
+    else say "need root for: $*"; exit 1
+    fi
+}
+
+java_major() {
+    # "17.0.15" -> 17, "1.8.0_392" -> 8; prints 0 when java is absent.
+    command -v java >/dev/null 2>&1 || { echo 0; return; }
+    java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print (v[1] == 1 ? v[2] : v[1]); exit}'
+}
+
+# --- system packages ------------------------------------------------------------------------
+packages=()
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
+[ "$(java_major)" -ge 17 ] || packages+=(default-jre-headless)
+command -v mvn >/dev/null 2>&1 || packages+=(maven)
+if [ "${#packages[@]}" -gt 0 ]; then
+    say "installing ${packages[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+if ! id postgres >/dev/null 2>&1; then  # the Debian package creates it; PostgreSQL refuses root
+    say "creating system user postgres"
+    as_root useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
+# --- Python environment ---------------------------------------------------------------------
+if [ ! -x "$VENV/bin/python" ]; then
+    command -v "$PYTHON" >/dev/null 2>&1 || { say "$PYTHON not found (Python 3.11 needed)"; exit 1; }
+    say "creating $VENV with $PYTHON"
+    "$PYTHON" -m venv "$VENV"
+fi
+wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$wanted" ]; then
+    say "installing the project into $VENV (pip install -e '.[dev,stack]')"
+    log="$(mktemp)"
+    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev,stack]' \
+            >"$log" 2>&1; then
+        cat "$log"; rm -f "$log"; say "pip install failed"; exit 1
+    fi
+    rm -f "$log"
+    printf '%s\n' "$wanted" > "$STAMP"
+fi
