@@ -8,7 +8,7 @@
 2. **No model.** When ``scores`` is ``None`` or ``model_available`` is false the decision is
    from rules alone and ``decided_by = pending_model`` (the message is re-scored later): FLAG when
    a ``flag`` rule matched, else ALLOW; escalate when a hit asks to escalate or is critical.
-3. **Model.** Otherwise, with ``hate = P(toxicity=hate)``, ``toxic = P(offensive) + P(hate)``
+3. **Model.** Otherwise, with ``hate = P(toxicity=hate)``, ``toxic = 1 - P(none)``
    (the probability of being at least offensive, so a shift from offensive to hate never
    lowers the decision), ``spam = P(intent=spam)``, ``ad = P(intent=advertisement)``:
 
@@ -184,7 +184,7 @@ def _with_model(
     t: PolicyThresholds,
 ) -> PolicyResult:
     hate = scores.toxicity[2]
-    toxic = min(1.0, scores.toxicity[1] + scores.toxicity[2])
+    toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
     spam = scores.intent[2]
     ad = scores.intent[3]
     signals = _model_signals(hate, toxic, spam, ad, t)

@@ -18,6 +18,7 @@ from pipelines.decode import (
     DecodeErrorCode,
     decode_message,
 )
+from pipelines.messages import ChatMessage
 
 MAX_BYTES = 1_048_576
 SECRET = "SECRET-TEXT-do-not-log"
@@ -146,7 +147,7 @@ def test_blank_text_is_empty_text(text: str) -> None:
 
 
 def test_text_length_counts_characters_after_unescaping() -> None:
-    """The 10,000 limit is in characters: 10,000 CJK characters (30,000 bytes) pass, one more fails."""
+    """The limit counts characters: 10,000 CJK characters (30,000 bytes) pass, 10,001 fail."""
     assert len(_decode(_record(text="字" * 10_000)).text) == 10_000
     assert _code(_record(text="字" * 10_001)) is DecodeErrorCode.TEXT_TOO_LONG
     escaped = b'{"message_id":"m","group_id":"g","sender_id":"s","sent_at":0,"text":"'
@@ -266,14 +267,20 @@ def test_decode_error_is_not_retriable() -> None:
     assert error.code.value == "not_object"
 
 
+def _attempt(raw: bytes, *, max_bytes: int) -> ChatMessage | DecodeError:
+    """Decode, returning the DecodeError instead of raising; any other exception propagates."""
+    try:
+        return decode_message(raw, max_bytes=max_bytes)
+    except DecodeError as error:
+        return error
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_raise_only_decode_error(raw: bytes) -> None:
     """Any byte string either decodes or raises DecodeError, nothing else."""
-    try:
-        decode_message(raw, max_bytes=300)
-    except DecodeError as error:
-        assert isinstance(error.code, DecodeErrorCode)
+    result = _attempt(raw, max_bytes=300)
+    assert isinstance(result, ChatMessage | DecodeError)
 
 
 _json_values = st.recursive(
@@ -296,29 +303,28 @@ _field_values = _json_values | st.sampled_from(
 @given(_json_values)
 def test_arbitrary_json_raises_only_decode_error(value: object) -> None:
     """Any JSON document either decodes or raises DecodeError."""
-    try:
-        decode_message(orjson.dumps(value), max_bytes=MAX_BYTES)
-    except DecodeError as error:
-        assert isinstance(error.code, DecodeErrorCode)
+    result = _attempt(orjson.dumps(value), max_bytes=MAX_BYTES)
+    assert isinstance(result, ChatMessage | DecodeError)
+    if isinstance(value, dict) and not value:
+        assert isinstance(result, DecodeError)
+        assert result.code is DecodeErrorCode.MISSING_FIELD
 
 
 @settings(max_examples=500, deadline=None)
 @given(
     st.fixed_dictionaries(
         {},
-        optional={
-            name: _field_values
-            for name in ("message_id", "group_id", "sender_id", "text", "sent_at", "metadata")
-        },
+        optional=dict.fromkeys(
+            ("message_id", "group_id", "sender_id", "text", "sent_at", "metadata"), _field_values
+        ),
     )
 )
 def test_arbitrary_records_decode_or_raise_decode_error(record: dict[str, object]) -> None:
     """Objects with any mix of schema fields and values decode validly or raise DecodeError."""
-    try:
-        message = decode_message(orjson.dumps(record), max_bytes=MAX_BYTES)
-    except DecodeError as error:
-        assert isinstance(error.code, DecodeErrorCode)
+    result = _attempt(orjson.dumps(record), max_bytes=MAX_BYTES)
+    if isinstance(result, DecodeError):
+        assert isinstance(result.code, DecodeErrorCode)
     else:
-        assert message.sent_at.tzinfo is not None
-        assert message.text.strip()
-        assert 0 < len(message.message_id) <= MAX_ID_CHARS
+        assert result.sent_at.tzinfo is not None
+        assert result.text.strip()
+        assert 0 < len(result.message_id) <= MAX_ID_CHARS

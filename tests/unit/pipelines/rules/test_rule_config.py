@@ -36,7 +36,8 @@ def test_keyword_rule_parses_and_normalises() -> None:
     """Keywords are normalised like message text and deduplicated."""
     ruleset = parse_ruleset(
         _one(
-            'kind = "keywords"\nlanguages = ["en"]\nkeywords = ["FREE", "ｆｒｅｅ", "Money  Now"]\n'
+            'kind = "keywords"\nlanguages = ["en"]\n'
+            'keywords = ["FREE", "\uff46\uff52\uff45\uff45", "Money  Now"]\n'
         )
     )
     (rule,) = ruleset.rules
