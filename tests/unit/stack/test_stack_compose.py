@@ -1,0 +1,97 @@
+"""docker-compose.yml describes the same stack with the official images (not an acceptance test:
+Docker is optional for modstream and the engine is absent on the development machines)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from worker.settings import KafkaSettings, project_root
+
+COMPOSE_FILE = project_root() / "docker-compose.yml"
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    """The parsed compose file (PyYAML comes with the dev tools; skip cleanly without it)."""
+    yaml = pytest.importorskip("yaml", reason="PyYAML is needed to read docker-compose.yml")
+    data: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+def _compose_plugin() -> str | None:
+    docker = shutil.which("docker")
+    if docker is None:
+        return "no docker client installed"
+    probe = subprocess.run(
+        [docker, "compose", "version"], capture_output=True, text=True, timeout=30, check=False
+    )
+    if probe.returncode != 0:
+        return "the docker client has no compose plugin (`docker compose version` fails)"
+    return None
+
+
+def test_services_use_official_images(compose: dict[str, Any]) -> None:
+    """Kafka 4.x, PostgreSQL and Triton come from their official images; the worker is built."""
+    services = compose["services"]
+    assert services["kafka"]["image"].startswith("apache/kafka:4.")
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["triton"]["image"].startswith("nvcr.io/nvidia/tritonserver:")
+    assert services["worker"]["build"] == "."
+    assert "image" not in services["worker"]
+
+
+def test_triton_reserves_a_gpu(compose: dict[str, Any]) -> None:
+    """Triton asks for an NVIDIA GPU under deploy.resources.reservations.devices."""
+    devices = compose["services"]["triton"]["deploy"]["resources"]["reservations"]["devices"]
+    assert any(d["driver"] == "nvidia" and "gpu" in d["capabilities"] for d in devices)
+
+
+def test_long_running_services_have_healthchecks(compose: dict[str, Any]) -> None:
+    """Every service that keeps running declares a healthcheck."""
+    for name in ("kafka", "postgres", "triton", "worker"):
+        assert compose["services"][name]["healthcheck"]["test"], name
+
+
+def test_worker_env_points_at_service_names(compose: dict[str, Any]) -> None:
+    """The worker's MODSTREAM_ variables name the compose services, not localhost."""
+    env = compose["services"]["worker"]["environment"]
+    assert env["MODSTREAM_KAFKA__BOOTSTRAP_SERVERS"] == "kafka:9092"
+    assert env["MODSTREAM_TRITON__GRPC_URL"] == "triton:8001"
+    assert "@postgres:5432/" in env["MODSTREAM_POSTGRES__DSN"]
+
+
+def test_topic_job_creates_the_settings_topics(compose: dict[str, Any]) -> None:
+    """The topic job creates every topic named in KafkaSettings."""
+    script = "\n".join(compose["services"]["kafka-topics"]["command"])
+    kafka = KafkaSettings()
+    for topic in (kafka.input_topic, kafka.dlq_topic, kafka.verdict_topic, kafka.decision_topic):
+        assert f"{topic}:" in script
+
+
+def test_dockerfile_runs_the_worker() -> None:
+    """The worker image is python:3.11-slim, installs the project and runs `modstream worker`."""
+    dockerfile = (project_root() / "Dockerfile").read_text(encoding="utf-8")
+    assert "FROM python:3.11-slim" in dockerfile
+    assert "pip install ." in dockerfile
+    assert 'ENTRYPOINT ["modstream", "worker"]' in dockerfile
+
+
+def test_docker_compose_config_validates(tmp_path: Path) -> None:
+    """`docker compose config` accepts the file (needs only the client and its compose plugin)."""
+    reason = _compose_plugin()
+    if reason is not None:
+        pytest.skip(reason)
+    result = subprocess.run(
+        ["docker", "compose", "-f", str(COMPOSE_FILE), "config", "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=project_root(),
+    )
+    assert result.returncode == 0, result.stderr
