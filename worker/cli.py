@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.migrate",
     "worker.app",
     "worker.review.command",
+    "worker.retention",
     "worker.stack.command",
 )
 
