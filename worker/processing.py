@@ -149,7 +149,11 @@ class BatchProcessor:
         works = batch.items
         started = time.monotonic()
         dead = [w for w in works if w.error is not None]
-        await self._send_dead_letters(dead)
+        try:
+            await self._send_dead_letters(dead)
+        except _Abandoned:
+            _log.warning("batch_abandoned", items=len(works))
+            return
         letters = [_dead_letter(w) for w in dead]
         verdicts = [
             self._verdict(w, None, started, None, None, None, None)
