@@ -239,20 +239,28 @@ class BatchProcessor:
             attempt += 1
             started = time.perf_counter()
             try:
-                await self._sink.write(batch)
+                stored = await self._write_or_isolate(batch)
             except SinkUnavailable as exc:
+                # Also when Postgres drops during isolation: retry it all (inserts are idempotent).
                 self.sink_healthy = False
                 _log.warning("sink_unavailable", error=str(exc), attempt=attempt)
                 if self._give_up.is_set():
                     raise _Abandoned from exc
                 await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
                 continue
-            except SinkError as exc:
-                _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
-                return await self._isolate(batch)
             self.sink_healthy = True
             self._metrics.sink_seconds.observe(time.perf_counter() - started)
-            return batch
+            return stored
+
+    async def _write_or_isolate(self, batch: SinkBatch) -> SinkBatch:
+        try:
+            await self._sink.write(batch)
+        except SinkUnavailable:
+            raise
+        except SinkError as exc:
+            _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
+            return await self._isolate(batch)
+        return batch
 
     async def _isolate(self, batch: SinkBatch) -> SinkBatch:
         """Postgres refused the batch: store each verdict alone, dead-letter those it refuses."""
