@@ -1,0 +1,103 @@
+// Drives the review console in Debian's headless chromium: sign in, claim the top item, reveal
+// the blurred text, decide with a keyboard shortcut, read the audit row. Prints one JSON line.
+//
+// Environment: E2E_BASE_URL, E2E_TOKEN, E2E_REASON, E2E_USER; optional E2E_CHROMIUM
+// (default /usr/bin/chromium) and E2E_SCREENSHOT (a path written on failure).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+const env = (name) => {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+};
+const base = env("E2E_BASE_URL");
+const token = env("E2E_TOKEN");
+const reason = env("E2E_REASON");
+const user = env("E2E_USER");
+
+function check(condition, what) {
+  if (!condition) throw new Error(`check failed: ${what}`);
+}
+
+const userDataDir = mkdtempSync(join(tmpdir(), "modstream-e2e-"));
+const context = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: process.env.E2E_CHROMIUM || "/usr/bin/chromium",
+  headless: true,
+  args: [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+  ],
+  timeout: 60_000,
+});
+const page = context.pages()[0] ?? (await context.newPage());
+page.setDefaultTimeout(20_000);
+const consoleErrors = [];
+page.on("console", (msg) => { if (msg.type() === "error") consoleErrors.push(msg.text()); });
+page.on("pageerror", (err) => consoleErrors.push(String(err)));
+
+try {
+  // Anonymous visitors are sent to the sign-in page.
+  await page.goto(`${base}/console/queue`);
+  check(new URL(page.url()).pathname === "/console/login", `redirected to sign in, at ${page.url()}`);
+
+  // A wrong token is refused.
+  await page.fill("#token", "msr_wrong");
+  await Promise.all([page.waitForLoadState(), page.click("#login-form button[type=submit]")]);
+  check(await page.isVisible("#login-error"), "a wrong token shows an error");
+
+  // Sign in.
+  await page.fill("#token", token);
+  await Promise.all([page.waitForURL("**/console/queue"), page.click("#login-form button[type=submit]")]);
+  check((await page.textContent("#who")).includes(user), "the header names the signed-in user");
+  const cookies = await context.cookies();
+  const session = cookies.find((c) => c.name === "modstream_session");
+  check(session && session.httpOnly && session.sameSite === "Strict", "session cookie is HttpOnly, SameSite=Strict");
+  const rows = await page.$$eval("#queue tbody tr[data-item-id]", (trs) => trs.map((tr) => Number(tr.dataset.itemId)));
+  check(rows.length > 0, "the queue lists the seeded escalation");
+
+  // Claim the top item with the keyboard shortcut "n".
+  await page.locator("body").click({ position: { x: 2, y: 2 } });
+  await Promise.all([page.waitForURL("**/console/items/*"), page.keyboard.press("n")]);
+  const itemId = Number(new URL(page.url()).pathname.split("/").pop());
+  check(itemId === rows[0], `claimed the top item ${rows[0]}, got ${itemId}`);
+
+  // The message text is blurred until clicked.
+  const text = page.locator("#message-text");
+  const blurBefore = await text.evaluate((el) => getComputedStyle(el).filter);
+  check(blurBefore.includes("blur"), `text blurred by default (filter: ${blurBefore})`);
+  await text.click();
+  const blurAfter = await text.evaluate((el) => getComputedStyle(el).filter);
+  check(!blurAfter.includes("blur"), `text revealed on click (filter: ${blurAfter})`);
+  const shownText = (await text.textContent()).trim();
+
+  // Decide with a shortcut: type a reason, leave the field, press "r" (remove message).
+  await page.fill("#reason", reason);
+  await page.keyboard.press("Escape");
+  await Promise.all([page.waitForURL("**/console/audit?item_id=*"), page.keyboard.press("r")]);
+
+  // The audit trail shows the decision.
+  const audit = await page.$$eval("#audit tbody tr[data-action]", (trs) =>
+    trs.map((tr) => ({
+      action: tr.dataset.action,
+      actor: tr.children[3].textContent.trim(),
+      reason: tr.children[5].textContent.trim(),
+      item: Number(tr.children[2].textContent.trim()),
+    })));
+  const row = audit.find((r) => r.action === "remove_message");
+  check(row && row.actor === user && row.reason === reason && row.item === itemId, "audit row for the decision");
+  check(consoleErrors.length === 0, `no browser console errors: ${consoleErrors.join(" | ")}`);
+
+  console.log(JSON.stringify({ ok: true, itemId, audit, shownText, browser: context.browser()?.version() ?? null }));
+} catch (err) {
+  if (process.env.E2E_SCREENSHOT) {
+    await page.screenshot({ path: process.env.E2E_SCREENSHOT, fullPage: true }).catch(() => {});
+  }
+  console.log(JSON.stringify({ ok: false, error: String(err && err.stack ? err.stack : err), url: page.url() }));
+  process.exitCode = 1;
+} finally {
+  await context.close();
+  rmSync(userDataDir, { recursive: true, force: true });
+}

@@ -1,0 +1,240 @@
+"""End to end in a real headless Chromium: sign in, claim, decide, audit row, Kafka decision.
+
+Needs ``tests/e2e/install.sh`` (Debian chromium + npm playwright-core) and the stack's Kafka and
+PostgreSQL (``modstream stack up``). Skipped only when Kafka is unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import pytest
+
+from worker.review.auth import create_user
+from worker.review.models import Role
+from worker.review.testing import temporary_database
+from worker.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+_HERE = Path(__file__).resolve().parent
+_CHROMIUM = os.environ.get("E2E_CHROMIUM", "/usr/bin/chromium")
+
+
+def _kafka_reachable(bootstrap: str) -> bool:
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host, int(port)), timeout=2):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def settings() -> Settings:
+    loaded = Settings()
+    if not _kafka_reachable(loaded.kafka.bootstrap_servers):
+        pytest.skip(
+            f"Kafka at {loaded.kafka.bootstrap_servers} is not reachable; "
+            "start it with `modstream stack up`"
+        )
+    missing = []
+    if not Path(_CHROMIUM).exists():
+        missing.append(_CHROMIUM)
+    if not (_HERE / "node_modules" / "playwright-core").is_dir():
+        missing.append("tests/e2e/node_modules/playwright-core")
+    if shutil.which("node") is None:
+        missing.append("node")
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)}: run tests/e2e/install.sh")
+    return loaded
+
+
+@pytest.fixture(scope="module")
+async def db_settings(settings: Settings) -> AsyncIterator[Settings]:
+    async with temporary_database(settings, prefix="modstream_test_e2e") as scoped:
+        yield scoped
+
+
+@pytest.fixture(scope="module")
+def server(db_settings: Settings) -> Iterator[str]:
+    """``modstream review serve`` on a free port against the test database."""
+    port = _free_port()
+    env = {
+        **os.environ,
+        "MODSTREAM_POSTGRES__DSN": db_settings.postgres.dsn.get_secret_value(),
+        "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": db_settings.kafka.bootstrap_servers,
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker.cli", "review", "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/console/login", timeout=2) as response:  # noqa: S310
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                stderr = proc.stderr.read().decode() if proc.stderr else ""
+                pytest.fail(f"review server did not start: {stderr[-2000:]}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _seed(conn: Any, message_id: str) -> int:
+    sent_at = datetime.now(UTC)
+    await conn.execute(
+        "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, message_id, "
+        "group_id, sender_id, text_sha256, decision, decided_by, escalated, category, priority, "
+        "rule_hits, scores, model_name, model_version) VALUES ('chat.messages', 0, 42, $1, $2, "
+        "'e2e-room', 'e2e-sender', repeat('b', 64), 'flag', 'model', true, 'hate', 0.7, "
+        '\'[{"rule_id": "en.slur.1", "category": "hate", "severity": "high", '
+        '"action": "flag"}]\', '
+        '\'{"toxicity": {"none": 0.3, "offensive": 0.1, "hate": 0.6}}\', \'moderation\', \'1\')',
+        sent_at,
+        message_id,
+    )
+    item_id: int = await conn.fetchval(
+        "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
+        "message_id, group_id, sender_id, message_text, category, priority, auto_decision) "
+        "VALUES ('chat.messages', 0, 42, $1, $2, 'e2e-room', 'e2e-sender', "
+        "'an escalated message for the e2e test', 'hate', 0.7, 'flag') RETURNING id",
+        sent_at,
+        message_id,
+    )
+    return item_id
+
+
+async def _consume_decision(settings: Settings, message_id: str, timeout_s: float) -> Any:
+    from aiokafka import AIOKafkaConsumer
+
+    consumer = AIOKafkaConsumer(
+        settings.kafka.decision_topic,
+        bootstrap_servers=settings.kafka.bootstrap_servers,
+        group_id=f"modstream-e2e-{secrets.token_hex(4)}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            batches = await consumer.getmany(timeout_ms=1000)
+            for records in batches.values():
+                for record in records:
+                    payload = json.loads(record.value)
+                    if payload.get("message_id") == message_id:
+                        return {"key": record.key.decode(), **payload}
+        return None
+    finally:
+        await consumer.stop()
+
+
+async def test_console_sign_in_claim_decide_audit_and_kafka(
+    db_settings: Settings, server: str, tmp_path: Path
+) -> None:
+    """A moderator signs in, claims the top item, decides by keyboard; audit and Kafka agree."""
+    message_id = f"e2e-{secrets.token_hex(6)}"
+    reason = f"e2e reason {secrets.token_hex(3)}"
+    conn = await asyncpg.connect(db_settings.postgres.dsn.get_secret_value())
+    try:
+        token = await create_user(conn, "e2e_mod", Role.MODERATOR)
+        item_id = await _seed(conn, message_id)
+    finally:
+        await conn.close()
+
+    env = {
+        **os.environ,
+        "E2E_BASE_URL": server,
+        "E2E_TOKEN": token,
+        "E2E_REASON": reason,
+        "E2E_USER": "e2e_mod",
+        "E2E_CHROMIUM": _CHROMIUM,
+        "E2E_SCREENSHOT": str(tmp_path / "failure.png"),
+    }
+    run = await asyncio.to_thread(
+        subprocess.run,
+        ["node", "console.e2e.mjs"],
+        cwd=_HERE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
+    assert lines, f"no result from the browser script: {run.stdout[-2000:]} {run.stderr[-2000:]}"
+    result = json.loads(lines[-1])
+    assert result["ok"], result
+    assert run.returncode == 0
+    assert result["itemId"] == item_id
+    assert token not in run.stdout
+
+    conn = await asyncpg.connect(db_settings.postgres.dsn.get_secret_value())
+    try:
+        item = await conn.fetchrow("SELECT * FROM review_items WHERE id = $1", item_id)
+        events = await conn.fetch(
+            "SELECT actor, action, reason FROM review_events WHERE review_item_id = $1 ORDER BY id",
+            item_id,
+        )
+        published = await conn.fetchval(
+            "SELECT published_at IS NOT NULL FROM review_decision_outbox"
+        )
+    finally:
+        await conn.close()
+    assert (item["status"], item["resolution"], item["resolved_by"]) == (
+        "resolved",
+        "remove_message",
+        "e2e_mod",
+    )
+    assert [(e["actor"], e["action"]) for e in events] == [
+        ("e2e_mod", "claim"),
+        ("e2e_mod", "remove_message"),
+    ]
+    assert events[-1]["reason"] == reason
+
+    decision = await _consume_decision(db_settings, message_id, timeout_s=30)
+    assert decision is not None, "the decision never reached Kafka"
+    assert published
+    assert decision["key"] == "e2e-room"
+    assert decision["action"] == "remove_message"
+    assert decision["moderator"] == "e2e_mod"
+    assert decision["reason"] == reason
+    assert decision["review_item_id"] == item_id

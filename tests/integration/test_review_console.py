@@ -1,0 +1,170 @@
+"""The console over HTTP (no browser): sign-in, cookie flags, CSRF, escaping, decide, audit."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+
+from worker.review.api import create_app
+from worker.review.auth import create_user
+from worker.review.models import Role
+from worker.review.testing import MemorySink, temporary_database
+from worker.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+_XSS = "<script>alert('x')</script> you are awful"
+
+
+@pytest.fixture(scope="module")
+async def db_settings() -> AsyncIterator[Settings]:
+    async with temporary_database(Settings(), prefix="modstream_test_console") as settings:
+        yield settings
+
+
+@pytest.fixture(scope="module")
+async def pool(db_settings: Settings) -> AsyncIterator[asyncpg.Pool[Any]]:
+    the_pool = await asyncpg.create_pool(
+        db_settings.postgres.dsn.get_secret_value(), min_size=1, max_size=4
+    )
+    yield the_pool
+    await the_pool.close()
+
+
+@pytest.fixture
+def sink() -> MemorySink:
+    return MemorySink()
+
+
+@pytest.fixture
+async def client(
+    db_settings: Settings, pool: asyncpg.Pool[Any], sink: MemorySink
+) -> AsyncIterator[httpx.AsyncClient]:
+    await pool.execute(
+        "TRUNCATE review_decision_outbox, sender_strikes, review_events, review_items, "
+        "review_sessions, review_users RESTART IDENTITY CASCADE"
+    )
+    app = create_app(db_settings, pool=pool, sink=sink)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://review.test"
+        ) as http,
+    ):
+        yield http
+
+
+async def _item(pool: asyncpg.Pool[Any], offset: int = 1) -> int:
+    item_id: int = await pool.fetchval(
+        "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
+        "message_id, group_id, sender_id, message_text, category, priority, auto_decision) "
+        "VALUES ('chat.messages', 1, $1, $2, 'm', 'g', 's', $3, 'hate', 0.5, 'flag') RETURNING id",
+        offset,
+        datetime.now(UTC),
+        _XSS,
+    )
+    return item_id
+
+
+async def _sign_in(client: httpx.AsyncClient, pool: asyncpg.Pool[Any], name: str) -> str:
+    async with pool.acquire() as conn:
+        token = await create_user(conn, name, Role.MODERATOR)
+    response = await client.post("/console/login", data={"token": token})
+    assert response.status_code == 303
+    assert response.headers["location"] == "/console/queue"
+    return response.headers["set-cookie"]
+
+
+def _csrf(html: str) -> str:
+    match = re.search(r'name="csrf" value="([^"]+)"', html)
+    assert match is not None
+    return match.group(1)
+
+
+async def test_console_pages_need_a_session(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """Without a session every console page redirects to sign-in and every form is refused."""
+    item_id = await _item(pool)
+    for path in ("/console/queue", f"/console/items/{item_id}", "/console/audit"):
+        response = await client.get(path)
+        assert (response.status_code, response.headers["location"]) == (303, "/console/login")
+    client.cookies.set("modstream_session", "forged")
+    response = await client.post(f"/console/items/{item_id}/claim", data={"csrf": "x"})
+    assert (response.status_code, response.headers["location"]) == (303, "/console/login")
+    assert await pool.fetchval("SELECT status FROM review_items WHERE id = $1", item_id) == "open"
+
+
+async def test_sign_in_sets_a_hardened_cookie_and_refuses_bad_tokens(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """The session cookie is HttpOnly and SameSite=Strict; a wrong token gets 401 and no cookie."""
+    bad = await client.post("/console/login", data={"token": "msr_nope"})
+    assert bad.status_code == 401
+    assert "set-cookie" not in bad.headers
+    cookie = await _sign_in(client, pool, "ivy")
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie or "SameSite=Strict" in cookie
+    stored = await pool.fetchval("SELECT id_sha256 FROM review_sessions")
+    assert client.cookies["modstream_session"] != stored
+    page = await client.get("/console/queue")
+    assert page.status_code == 200
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+
+
+async def test_forms_without_the_csrf_token_are_refused(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """A signed-in browser posting without the session's CSRF token changes nothing."""
+    item_id = await _item(pool)
+    await _sign_in(client, pool, "jo")
+    response = await client.post(f"/console/items/{item_id}/claim", data={"csrf": "guess"})
+    assert response.status_code == 422
+    assert await pool.fetchval("SELECT status FROM review_items WHERE id = $1", item_id) == "open"
+
+
+async def test_claim_decide_and_audit_through_the_console(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink
+) -> None:
+    """Claim-next, decide with a reason, land on the audit page; text is escaped and blurred."""
+    item_id = await _item(pool)
+    await _sign_in(client, pool, "kim")
+    queue = await client.get("/console/queue")
+    claimed = await client.post("/console/claim-next", data={"csrf": _csrf(queue.text)})
+    assert claimed.headers["location"] == f"/console/items/{item_id}"
+    page = await client.get(f"/console/items/{item_id}")
+    assert "<script>alert" not in page.text
+    assert "&lt;script&gt;" in page.text
+    assert 'class="toxic" id="message-text"' in page.text
+    assert 'data-key="r"' in page.text
+    decided = await client.post(
+        f"/console/items/{item_id}/decide",
+        data={"csrf": _csrf(page.text), "action": "warn", "reason": "first warning"},
+    )
+    assert decided.headers["location"] == f"/console/audit?item_id={item_id}"
+    audit = await client.get(decided.headers["location"])
+    assert 'data-action="warn"' in audit.text
+    assert "first warning" in audit.text
+    assert len(sink.records) == 1
+    resolution = await pool.fetchval("SELECT resolution FROM review_items WHERE id = $1", item_id)
+    assert resolution == "warn"
+
+
+async def test_sign_out_ends_the_session(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """After sign-out the old cookie no longer opens any page."""
+    await _sign_in(client, pool, "lee")
+    cookie = client.cookies["modstream_session"]
+    queue = await client.get("/console/queue")
+    out = await client.post("/console/logout", data={"csrf": _csrf(queue.text)})
+    assert out.headers["location"] == "/console/login"
+    client.cookies.set("modstream_session", cookie)
+    again = await client.get("/console/queue")
+    assert again.status_code == 303
