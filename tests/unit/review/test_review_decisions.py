@@ -1,0 +1,30 @@
+"""The Kafka decision sink wraps broker failures in the review's own error type."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from worker.review.decisions import KafkaDecisionSink
+from worker.review.errors import PublishFailedError
+from worker.settings import KafkaSettings
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_unreachable_kafka_raises_publish_failed() -> None:
+    """With no broker listening, send raises PublishFailedError (retriable), not a Kafka error."""
+    sink = KafkaDecisionSink(
+        KafkaSettings(bootstrap_servers=f"127.0.0.1:{_closed_port()}"), timeout_s=3
+    )
+    with pytest.raises(PublishFailedError) as caught:
+        await sink.send(b"k", b"{}")
+    assert caught.value.retriable
+    await sink.stop()
+    await sink.stop()

@@ -1,0 +1,32 @@
+"""Review data shapes: decision validation, role queues, strike weights."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from worker.review.models import Action, DecideRequest, Role, User
+from worker.review.strikes import STRIKE_WEIGHTS
+
+
+def test_decide_request_needs_a_known_action_and_a_reason() -> None:
+    """An empty reason or an unknown action is rejected before any database work."""
+    assert DecideRequest(action=Action.BAN, reason="threats").action is Action.BAN
+    with pytest.raises(ValidationError):
+        DecideRequest(action=Action.BAN, reason="")
+    with pytest.raises(ValidationError):
+        DecideRequest.model_validate({"action": "delete_user", "reason": "x"})
+
+
+def test_admins_work_both_queues_moderators_one() -> None:
+    """Moderators see the moderator queue only; admins also see escalations to admins."""
+    assert User(id=1, name="m", role=Role.MODERATOR).queues == ["moderator"]
+    assert User(id=2, name="a", role=Role.ADMIN).queues == ["moderator", "admin"]
+
+
+def test_every_action_has_a_strike_weight() -> None:
+    """Each action has a weight; approving or escalating never counts against the sender."""
+    assert set(STRIKE_WEIGHTS) == set(Action)
+    assert STRIKE_WEIGHTS[Action.APPROVE] == 0
+    assert STRIKE_WEIGHTS[Action.ESCALATE_TO_ADMIN] == 0
+    assert STRIKE_WEIGHTS[Action.BAN] > STRIKE_WEIGHTS[Action.MUTE] > STRIKE_WEIGHTS[Action.WARN]
