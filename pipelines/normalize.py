@@ -62,7 +62,8 @@ _MAX_PASSES = 8
 
 
 def _strip_invisible(text: str) -> str:
-    text = _DROPPED.sub("", text)
+    if not text.isprintable():  # fast C check; false for every dropped character
+        text = _DROPPED.sub("", text)
     text = _SINGLE_QUOTES.sub("'", text)
     return _DOUBLE_QUOTES.sub('"', text)
 
@@ -80,7 +81,9 @@ def _one_pass(text: str) -> str:
 
 def _ascii_pass(text: str) -> str:
     # For ASCII, NFKC is the identity and case folding is lower(); one pass is a fixed point.
-    text = _DROPPED.sub("", text).lower()
+    if not text.isprintable():
+        text = _DROPPED.sub("", text)
+    text = text.lower()
     text = _REPEATS.sub(r"\1\1", text)
     return " ".join(text.split())
 

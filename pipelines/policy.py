@@ -187,31 +187,35 @@ def _with_model(
     toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
     spam = scores.intent[2]
     ad = scores.intent[3]
-    signals = _model_signals(hate, toxic, spam, ad, t)
-    signals.extend(
+    model_signals = _model_signals(hate, toxic, spam, ad, t)
+    signals = model_signals + [
         _Signal(Decision.FLAG, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
         for hit in hits
         if hit.action is RuleAction.FLAG
-    )
+    ]
     decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
     drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
 
-    escalators: list[_Signal] = [
+    model_escalation: _Signal | None = None
+    if hate >= t.escalate_high:
+        reason = f"severe:toxicity.hate={hate:.3f}"
+        model_escalation = _Signal(Decision.ALLOW, "hate", _SEVERE_HATE_WEIGHT, reason)
+    elif t.escalate_low <= toxic < t.escalate_high:
+        hateful = scores.toxicity[2] >= scores.toxicity[1]
+        model_escalation = _Signal(
+            Decision.ALLOW,
+            "hate" if hateful else "offensive",
+            _HATE_WEIGHT if hateful else _OFFENSIVE_WEIGHT,
+            f"grey_zone:toxicity={toxic:.3f}",
+        )
+    escalators = [
         _Signal(Decision.ALLOW, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
         for hit in escalations
     ]
-    model_reasons: list[str] = [s.reason for s in signals if not s.reason.startswith("rule:")]
-    if hate >= t.escalate_high:
-        escalators.append(
-            _Signal(Decision.ALLOW, "hate", _SEVERE_HATE_WEIGHT, f"severe:toxicity.hate={hate:.3f}")
-        )
-    elif t.escalate_low <= toxic < t.escalate_high:
-        grey_category = "hate" if scores.toxicity[2] >= scores.toxicity[1] else "offensive"
-        weight = _HATE_WEIGHT if grey_category == "hate" else _OFFENSIVE_WEIGHT
-        escalators.append(
-            _Signal(Decision.ALLOW, grey_category, weight, f"grey_zone:toxicity={toxic:.3f}")
-        )
-    model_reasons.extend(s.reason for s in escalators if not s.reason.startswith("rule:"))
+    model_reasons = [s.reason for s in model_signals]
+    if model_escalation is not None:
+        escalators.append(model_escalation)
+        model_reasons.append(model_escalation.reason)
 
     chosen = drivers or escalators
     category = max(chosen, key=lambda s: s.weight).category if chosen else None

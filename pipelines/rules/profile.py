@@ -82,10 +82,12 @@ class ProfileMatcher:
                     and not isinstance(strikes, bool)
                     and strikes >= rule.min_strikes
                 )
-            else:
+            elif _is_new_account(message, rule.max_account_age_hours):
                 if link is None:
                     link = contains_link(normalised_text)
-                fired = link and _is_new_account(message, rule.max_account_age_hours)
+                fired = link
+            else:
+                fired = False
             if fired:
                 found.add(rule.meta.id)
         return found
