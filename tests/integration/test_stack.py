@@ -131,6 +131,14 @@ async def test_postgres_accepts_the_app_role(stack_env: dict[str, str]) -> None:
     assert (row["who"], row["db"]) == ("modstream", "modstream")
 
 
+async def test_sync_api_works_inside_an_event_loop(stack_env: dict[str, str]) -> None:
+    """Health probes and topic listing work when called from async code (chaos tests do)."""
+    settings = _settings(stack_env)
+    kafka = KafkaServer(settings.stack)
+    assert kafka.healthy()
+    assert settings.kafka.input_topic in list_topics(kafka.endpoint)
+
+
 def test_triton_serves_the_fixture_over_grpc(stack_env: dict[str, str]) -> None:
     """tritonclient.grpc gets contract-shaped rows summing to 1 from the fixture model."""
     import tritonclient.grpc as grpcclient

@@ -9,10 +9,8 @@ generated ``server.properties``, a heap of ``kafka_heap_mb`` and log4j2 writing 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
-import logging
 import shutil
 import subprocess
 import uuid
@@ -20,7 +18,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from worker.settings import StackSettings, project_root
+from worker.stack._sync import run_sync
 from worker.stack.errors import ServiceStartError, ToolMissingError
+from worker.stack.process import port_is_open
 from worker.stack.service import LocalService
 
 __all__ = [
@@ -120,9 +120,11 @@ async def _describe_cluster(bootstrap: str) -> bool:
 
 def kafka_answers_metadata(bootstrap: str) -> bool:
     """Whether the broker at ``bootstrap`` answers a metadata request listing a broker."""
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # refused connects while booting
+    host, _, port = bootstrap.rpartition(":")
+    if not port.isdigit() or not port_is_open(int(port), host or "127.0.0.1"):
+        return False  # not listening yet: skip the client (and its connection-error logs)
     try:
-        return asyncio.run(_describe_cluster(bootstrap))
+        return run_sync(lambda: _describe_cluster(bootstrap))
     except Exception:  # a probe never raises: anything unexpected means "not healthy"
         return False
 

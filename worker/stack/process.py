@@ -171,6 +171,18 @@ def terminate(
     return True
 
 
+def _tail(path: Path, lines: int = 3) -> str:
+    """The last few lines of a log, indented, for an error message (empty when unreadable)."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(max(0, path.stat().st_size - 4096))
+            text = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    last = [line.strip()[:300] for line in text.splitlines() if line.strip()][-lines:]
+    return "".join(f"\n    {line}" for line in last)
+
+
 def wait_until(
     check: Callable[[], bool],
     *,
@@ -184,13 +196,16 @@ def wait_until(
     ``alive`` (when given) is polled too, so a process that died fails fast instead of waiting
     for the whole timeout.
     """
-    hint = f"; see {log_path}" if log_path is not None else ""
+
+    def hint() -> str:
+        return f"; see {log_path}{_tail(log_path)}" if log_path is not None else ""
+
     deadline = time.monotonic() + timeout_s
     while True:
         if check():
             return
         if alive is not None and not alive():
-            raise ServiceStartError(f"{what}: the process exited{hint}")
+            raise ServiceStartError(f"{what}: the process exited{hint()}")
         if time.monotonic() >= deadline:
-            raise ServiceStartError(f"{what}: not healthy after {timeout_s:.0f} s{hint}")
+            raise ServiceStartError(f"{what}: not healthy after {timeout_s:.0f} s{hint()}")
         time.sleep(_POLL_INTERVAL_S)

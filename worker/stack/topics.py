@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 from worker.settings import KafkaSettings
+from worker.stack._sync import run_sync
 from worker.stack.errors import ServiceStartError
 
 __all__ = ["TopicSpec", "ensure_topics", "list_topics", "stack_topics"]
@@ -56,7 +56,7 @@ async def _ensure(bootstrap: str, specs: tuple[TopicSpec, ...]) -> list[str]:
 
 def ensure_topics(bootstrap: str, specs: tuple[TopicSpec, ...]) -> list[str]:
     """Create the topics in ``specs`` that do not exist yet; returns the names created."""
-    return asyncio.run(_ensure(bootstrap, specs))
+    return run_sync(lambda: _ensure(bootstrap, specs))
 
 
 async def _list(bootstrap: str) -> dict[str, int]:
@@ -74,4 +74,4 @@ async def _list(bootstrap: str) -> dict[str, int]:
 
 def list_topics(bootstrap: str) -> dict[str, int]:
     """Topic name → partition count, as the broker reports it."""
-    return asyncio.run(_list(bootstrap))
+    return run_sync(lambda: _list(bootstrap))

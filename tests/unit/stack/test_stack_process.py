@@ -129,11 +129,18 @@ def test_spawn_of_missing_program_is_a_start_error(tmp_path: Path) -> None:
         spawn([str(tmp_path / "no-such-program")], log_path=tmp_path / "log.txt")
 
 
-def test_wait_until_times_out_with_log_hint(tmp_path: Path) -> None:
-    """wait_until() raises after the timeout and names the log file to read."""
+def test_wait_until_times_out_with_log_tail(tmp_path: Path) -> None:
+    """On timeout the error names the log and quotes its last lines as they are at that moment."""
     log = tmp_path / "service.log"
-    with pytest.raises(ServiceStartError, match=r"service\.log"):
-        wait_until(lambda: False, timeout_s=0.3, what="never", log_path=log)
+    log.write_text("starting\n", encoding="utf-8")
+
+    def check() -> bool:
+        with log.open("a", encoding="utf-8") as handle:
+            handle.write("error: port clash\n")
+        return False
+
+    with pytest.raises(ServiceStartError, match=r"service\.log(.|\n)*error: port clash"):
+        wait_until(check, timeout_s=0.3, what="never", log_path=log)
 
 
 def test_wait_until_fails_fast_when_process_dies() -> None:
