@@ -80,9 +80,11 @@ async def db_settings(settings: Settings) -> AsyncIterator[Settings]:
 
 
 @pytest.fixture(scope="module")
-def server(db_settings: Settings) -> Iterator[str]:
+def server(db_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``modstream review serve`` on a free port against the test database."""
     port = _free_port()
+    log_path = tmp_path_factory.mktemp("review-server") / "server.log"
+    log = log_path.open("wb")
     env = {
         **os.environ,
         "MODSTREAM_POSTGRES__DSN": db_settings.postgres.dsn.get_secret_value(),
@@ -92,7 +94,7 @@ def server(db_settings: Settings) -> Iterator[str]:
         [sys.executable, "-m", "worker.cli", "review", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -105,8 +107,7 @@ def server(db_settings: Settings) -> Iterator[str]:
             except OSError:
                 pass
             if proc.poll() is not None or time.monotonic() > deadline:
-                stderr = proc.stderr.read().decode() if proc.stderr else ""
-                pytest.fail(f"review server did not start: {stderr[-2000:]}")
+                pytest.fail(f"review server did not start: {log_path.read_text()[-2000:]}")
             time.sleep(0.2)
         yield base
     finally:
@@ -116,6 +117,7 @@ def server(db_settings: Settings) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        log.close()
 
 
 async def _seed(conn: Any, message_id: str) -> int:
