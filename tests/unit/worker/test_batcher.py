@@ -1,0 +1,124 @@
+"""Tests for worker.batcher: size and time closing, flush, close, and back-pressure."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from worker.batcher import Batch, MicroBatcher
+
+
+async def _next(it: AsyncIterator[Batch[int]]) -> Batch[int]:
+    """The next batch, bounded in time so a broken batcher fails instead of hanging."""
+    async with asyncio.timeout(2.0):
+        return await anext(it)
+
+
+async def test_closes_full_at_max_items() -> None:
+    """A batch closes with reason "full" as soon as it holds max_items, the rest starts anew."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=3, max_wait_s=30.0, queue_items=10)
+    for i in range(5):
+        await batcher.put(i)
+    it = batcher.batches()
+    first = await _next(it)
+    assert first.items == [0, 1, 2]
+    assert first.reason == "full"
+    await batcher.put(5)
+    second = await _next(it)
+    assert second.items == [3, 4, 5]
+    assert second.reason == "full"
+
+
+async def test_closes_on_timeout_with_fewer_items() -> None:
+    """With fewer than max_items waiting, the batch closes after max_wait_s as "timeout"."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=0.05)
+    await batcher.put(1)
+    await batcher.put(2)
+    batch = await _next(batcher.batches())
+    assert batch.items == [1, 2]
+    assert batch.reason == "timeout"
+
+
+async def test_item_arriving_before_the_deadline_joins_the_batch() -> None:
+    """An item put while the batch waits for its deadline joins that same batch."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=2, max_wait_s=5.0)
+    it = batcher.batches()
+    await batcher.put(1)
+    pending = asyncio.ensure_future(_next(it))
+    await asyncio.sleep(0.01)
+    assert not pending.done()
+    await batcher.put(2)
+    batch = await pending
+    assert batch.items == [1, 2]
+    assert batch.reason == "full"
+
+
+async def test_flush_closes_the_open_batch_early() -> None:
+    """flush() closes the open batch now with reason "flush"; later items form a new batch."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0)
+    await batcher.put(1)
+    await batcher.put(2)
+    await batcher.flush()
+    await batcher.put(3)
+    it = batcher.batches()
+    batch = await _next(it)
+    assert batch.items == [1, 2]
+    assert batch.reason == "flush"
+    await batcher.flush()
+    assert (await _next(it)).items == [3]
+
+
+async def test_flush_without_open_batch_yields_nothing() -> None:
+    """A flush with nothing held produces no empty batch."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0)
+    await batcher.flush()
+    await batcher.put(7)
+    await batcher.flush()
+    batch = await _next(batcher.batches())
+    assert batch.items == [7]
+
+
+async def test_close_yields_held_items_then_ends() -> None:
+    """close() yields what was held (reason "close") and then ends the iteration."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0)
+    for i in range(3):
+        await batcher.put(i)
+    await batcher.close()
+    async with asyncio.timeout(2.0):
+        batches = [b async for b in batcher.batches()]
+    assert [b.items for b in batches] == [[0, 1, 2]]
+    assert batches[0].reason == "close"
+
+
+async def test_close_when_idle_ends_iteration() -> None:
+    """close() with nothing held ends the iteration without a batch."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0)
+    await batcher.close()
+    async with asyncio.timeout(2.0):
+        batches = [b async for b in batcher.batches()]
+    assert batches == []
+
+
+async def test_put_blocks_when_queue_is_full() -> None:
+    """Back-pressure: put() waits while the bounded queue is full and resumes once drained."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=2, max_wait_s=30.0, queue_items=2)
+    await batcher.put(1)
+    await batcher.put(2)
+    blocked = asyncio.ensure_future(batcher.put(3))
+    await asyncio.sleep(0.05)
+    assert not blocked.done()
+    assert batcher.qsize() == 2
+    batch = await _next(batcher.batches())
+    assert batch.items == [1, 2]
+    async with asyncio.timeout(2.0):
+        await blocked
+    assert batcher.qsize() == 1
+
+
+@pytest.mark.parametrize(("max_items", "max_wait_s"), [(0, 1.0), (1, 0.0), (5, -1.0)])
+def test_rejects_invalid_limits(max_items: int, max_wait_s: float) -> None:
+    """max_items below 1 or a non-positive max_wait_s are refused."""
+    with pytest.raises(ValueError, match="max_items"):
+        MicroBatcher(max_items, max_wait_s)

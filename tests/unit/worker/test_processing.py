@@ -1,0 +1,418 @@
+"""Tests for worker.processing: batches become one durable write, then commit, then publish."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+import pytest
+
+import worker.processing as processing_module
+from pipelines.decode import DecodeError, DecodeErrorCode
+from pipelines.messages import ChatMessage, SourcePosition
+from pipelines.policy import PolicyThresholds
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.scores import ModelScores
+from pipelines.verdict import DecidedBy, Decision
+from worker.batcher import Batch
+from worker.inference import InferenceResult, InferenceUnavailable
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.processing import BatchProcessor, Work
+from worker.publisher import PublishError
+from worker.sink import SinkBatch, SinkError, SinkUnavailable
+
+TOPIC = "chat.messages"
+VERDICT_TOPIC = "moderation.verdicts"
+SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
+
+
+class FakeInference:
+    """Returns CALM scores for every text, or raises InferenceUnavailable when ``down``."""
+
+    def __init__(self, *, down: bool = False) -> None:
+        self.down = down
+        self.calls: list[list[str]] = []
+
+    async def infer(self, texts: Sequence[str]) -> InferenceResult:
+        self.calls.append(list(texts))
+        if self.down:
+            raise InferenceUnavailable("circuit breaker open")
+        return InferenceResult([CALM] * len(texts), "moderation", "7", 4.0)
+
+
+class FakeSink:
+    """Records stored SinkBatch objects; fails on chosen attempts or on rows named "bad"."""
+
+    def __init__(self, events: list[str], *, unavailable_on: set[int] | None = None) -> None:
+        self.events = events
+        self.unavailable_on = unavailable_on or set()
+        self.always_unavailable = False
+        self.attempts = 0
+        self.stored: list[SinkBatch] = []
+        self.published: list[SourcePosition] = []
+        self.on_unavailable: asyncio.Event | None = None
+
+    async def write(self, batch: SinkBatch) -> None:
+        self.attempts += 1
+        self.events.append("write")
+        if self.always_unavailable or self.attempts in self.unavailable_on:
+            if self.on_unavailable is not None:
+                self.on_unavailable.set()
+            raise SinkUnavailable("connection refused")
+        if any("bad" in v.message_id for v in batch.verdicts):
+            raise SinkError("write rejected: 22P05")
+        self.stored.append(
+            SinkBatch(
+                list(batch.verdicts),
+                list(batch.escalations),
+                list(batch.dead_letters),
+                dict(batch.offsets),
+            )
+        )
+        self.events.append("stored")
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
+        self.published.extend(position for position, _ in keys)
+
+
+class FakePublisher:
+    """Records dead letters and published verdict records; can fail dead letters N times."""
+
+    def __init__(self, events: list[str], *, dead_letter_failures: int = 0) -> None:
+        self.events = events
+        self.dead_letter_failures = dead_letter_failures
+        self.dead_letters: list[tuple[SourcePosition, str]] = []
+        self.records: list[tuple[str, bytes | None, bytes]] = []
+
+    async def dead_letter(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        position: SourcePosition,
+        reason_code: str,
+        reason: str,
+    ) -> None:
+        if self.dead_letter_failures > 0:
+            self.dead_letter_failures -= 1
+            raise PublishError("dead letter not acknowledged: KafkaTimeoutError")
+        self.events.append("dead_letter")
+        self.dead_letters.append((position, reason_code))
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        self.events.append("publish")
+        self.records.extend((topic, key, value) for key, value in records)
+
+
+class FakeCommitter:
+    """Records every commit call with the number of batches stored at that moment."""
+
+    def __init__(self, events: list[str], sink: FakeSink) -> None:
+        self.events = events
+        self.sink = sink
+        self.commits: list[dict[PartitionKey, int | None]] = []
+        self.stored_when_committed: list[int] = []
+
+    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+        self.events.append("commit")
+        self.commits.append(dict(points))
+        self.stored_when_committed.append(len(self.sink.stored))
+
+
+@dataclasses.dataclass
+class Rig:
+    processor: BatchProcessor
+    tracker: OffsetTracker
+    inference: FakeInference
+    sink: FakeSink
+    publisher: FakePublisher
+    committer: FakeCommitter
+    give_up: asyncio.Event
+    events: list[str]
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries in these tests must not sleep."""
+    monkeypatch.setattr(processing_module, "backoff_s", lambda *_a, **_k: 0.0)
+
+
+def _rig(
+    *,
+    inference_down: bool = False,
+    unavailable_on: set[int] | None = None,
+    dead_letter_failures: int = 0,
+) -> Rig:
+    events: list[str] = []
+    tracker = OffsetTracker()
+    inference = FakeInference(down=inference_down)
+    sink = FakeSink(events, unavailable_on=unavailable_on)
+    publisher = FakePublisher(events, dead_letter_failures=dead_letter_failures)
+    committer = FakeCommitter(events, sink)
+    give_up = asyncio.Event()
+    processor = BatchProcessor(
+        inference=inference,
+        sink=sink,
+        publisher=publisher,
+        committer=committer,
+        tracker=tracker,
+        thresholds=PolicyThresholds(),
+        verdict_topic=VERDICT_TOPIC,
+        metrics=Metrics(),
+        give_up=give_up,
+    )
+    return Rig(processor, tracker, inference, sink, publisher, committer, give_up, events)
+
+
+def _work(
+    tracker: OffsetTracker,
+    offset: int,
+    *,
+    partition: int = 0,
+    message_id: str | None = None,
+    outcome: RuleOutcome | None = None,
+) -> Work:
+    """A decoded record, registered with the tracker as fetched."""
+    tracker.start((TOPIC, partition), offset)
+    message = ChatMessage(
+        message_id=message_id or f"m-{partition}-{offset}",
+        group_id="g1",
+        sender_id="u1",
+        text=f"hello number {offset}",
+        sent_at=SENT_AT,
+    )
+    return Work(
+        SourcePosition(TOPIC, partition, offset),
+        b"g1",
+        0.0,
+        message=message,
+        outcome=outcome or RuleOutcome(),
+    )
+
+
+def _broken(tracker: OffsetTracker, offset: int) -> Work:
+    """A record that failed to decode, to be dead-lettered."""
+    tracker.start((TOPIC, 0), offset)
+    error = DecodeError("value is not JSON", DecodeErrorCode.INVALID_JSON)
+    return Work(SourcePosition(TOPIC, 0, offset), None, 0.0, error=error, raw=b"{nope")
+
+
+def _blocked(tracker: OffsetTracker, offset: int) -> Work:
+    hit = RuleHit("en.slur.1", "hate", Severity.HIGH, RuleAction.BLOCK)
+    return _work(tracker, offset, outcome=RuleOutcome((hit,)))
+
+
+def _batch(works: list[Work], reason: str = "full") -> Batch[Work]:
+    return Batch(works, 0.0, reason)
+
+
+KEY0: PartitionKey = (TOPIC, 0)
+
+
+async def test_model_batch_verdicts_are_decided_by_the_model() -> None:
+    """A model batch calls inference once and stores model verdicts with name and version."""
+    rig = _rig()
+    works = [_work(rig.tracker, o) for o in range(3)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert rig.inference.calls == [[w.message.text for w in works if w.message]]
+    [stored] = rig.sink.stored
+    assert [v.position.offset for v in stored.verdicts] == [0, 1, 2]
+    for v in stored.verdicts:
+        assert v.result.decided_by is DecidedBy.MODEL
+        assert v.result.decision is Decision.ALLOW
+        assert (v.model_name, v.model_version) == ("moderation", "7")
+        assert v.scores == CALM
+        assert v.batch_id is not None
+    assert len({v.batch_id for v in stored.verdicts}) == 1
+
+
+async def test_inference_down_stores_pending_model_verdicts() -> None:
+    """When inference raises, verdicts fall back to pending_model and are still stored."""
+    rig = _rig(inference_down=True)
+    works = [_work(rig.tracker, o) for o in range(2)]
+    await rig.processor.process_model_batch(_batch(works, "timeout"))
+    [stored] = rig.sink.stored
+    assert len(stored.verdicts) == 2
+    for v in stored.verdicts:
+        assert v.result.decided_by is DecidedBy.PENDING_MODEL
+        assert v.scores is None
+        assert v.model_version is None
+    assert rig.tracker.durable_point(KEY0) == 2
+
+
+async def test_stored_offsets_equal_tracker_point_and_commit_follows_write() -> None:
+    """Offsets in the SinkBatch equal the tracker's point; commit happens after the write."""
+    rig = _rig()
+    first = [_work(rig.tracker, o) for o in range(3)]
+    second = [_work(rig.tracker, o) for o in range(3, 5)]
+    other = [_work(rig.tracker, 10, partition=1)]
+    expected = rig.tracker.point_with(KEY0, [0, 1, 2])
+    await rig.processor.process_model_batch(_batch(first))
+    assert rig.sink.stored[0].offsets == {KEY0: expected}
+    assert expected == 3
+    assert rig.tracker.durable_point(KEY0) == 3
+    assert rig.committer.commits == [{KEY0: 3}]
+    assert rig.committer.stored_when_committed == [1]
+    assert rig.events.index("stored") < rig.events.index("commit") < rig.events.index("publish")
+    await rig.processor.process_model_batch(_batch(second + other))
+    assert rig.sink.stored[1].offsets == {KEY0: 5, (TOPIC, 1): 11}
+    assert rig.committer.commits[1] == {KEY0: 5, (TOPIC, 1): 11}
+
+
+async def test_out_of_order_batch_does_not_store_a_point_past_unfinished_records() -> None:
+    """A later batch finishing first stores the earlier batch's first offset, not its own end."""
+    rig = _rig()
+    early = [_work(rig.tracker, o) for o in range(3)]
+    late = [_work(rig.tracker, o) for o in range(3, 6)]
+    await rig.processor.process_model_batch(_batch(late))
+    assert rig.sink.stored[0].offsets == {KEY0: 0}
+    assert rig.committer.commits[-1] == {KEY0: 0}
+    await rig.processor.process_model_batch(_batch(early))
+    assert rig.sink.stored[1].offsets == {KEY0: 6}
+    assert rig.committer.commits[-1] == {KEY0: 6}
+
+
+async def test_verdicts_are_published_after_commit_and_marked_published() -> None:
+    """Stored verdicts go to the verdict topic keyed by group and are then marked published."""
+    rig = _rig()
+    works = [_work(rig.tracker, o) for o in range(2)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert [(t, k) for t, k, _ in rig.publisher.records] == [(VERDICT_TOPIC, b"g1")] * 2
+    assert rig.sink.published == [w.position for w in works]
+    assert rig.events[-1] == "publish"
+
+
+async def test_escalations_carry_the_message_text() -> None:
+    """An escalate rule hit puts the verdict and its text in the same SinkBatch."""
+    rig = _rig()
+    hit = RuleHit("en.threat.1", "threat", Severity.MEDIUM, RuleAction.ESCALATE)
+    works = [_work(rig.tracker, 0, outcome=RuleOutcome((hit,))), _work(rig.tracker, 1)]
+    await rig.processor.process_model_batch(_batch(works))
+    [stored] = rig.sink.stored
+    [escalation] = stored.escalations
+    assert escalation.verdict.position.offset == 0
+    assert works[0].message is not None
+    assert escalation.message_text == works[0].message.text
+
+
+async def test_decided_batch_sends_dead_letters_before_one_write() -> None:
+    """Dead letters are published before the write and stored with the rule verdicts."""
+    rig = _rig()
+    works = [_broken(rig.tracker, 0), _blocked(rig.tracker, 1), _broken(rig.tracker, 2)]
+    await rig.processor.process_decided_batch(_batch(works))
+    assert rig.inference.calls == []
+    assert rig.publisher.dead_letters == [
+        (SourcePosition(TOPIC, 0, 0), "invalid_json"),
+        (SourcePosition(TOPIC, 0, 2), "invalid_json"),
+    ]
+    assert rig.events.index("dead_letter") < rig.events.index("write")
+    [stored] = rig.sink.stored
+    assert [d.position.offset for d in stored.dead_letters] == [0, 2]
+    assert all(d.reason_code == "invalid_json" for d in stored.dead_letters)
+    assert stored.dead_letters[0].value_bytes == len(b"{nope")
+    [verdict] = stored.verdicts
+    assert verdict.position.offset == 1
+    assert verdict.result.decided_by is DecidedBy.RULES
+    assert verdict.result.decision is Decision.BLOCK
+    assert stored.offsets == {KEY0: 3}
+    assert rig.tracker.durable_point(KEY0) == 3
+
+
+async def test_dead_letter_publish_failure_is_retried() -> None:
+    """A failed DLQ send is retried before anything is written."""
+    rig = _rig(dead_letter_failures=2)
+    works = [_broken(rig.tracker, 0)]
+    await rig.processor.process_decided_batch(_batch(works))
+    assert rig.publisher.dead_letters == [(SourcePosition(TOPIC, 0, 0), "invalid_json")]
+    assert len(rig.sink.stored) == 1
+    assert rig.tracker.durable_point(KEY0) == 1
+
+
+async def test_give_up_while_dlq_down_abandons_decided_batch_quietly() -> None:
+    """With give_up set and the DLQ failing, the batch is left uncommitted without raising."""
+    rig = _rig(dead_letter_failures=1000)
+    rig.give_up.set()
+    works = [_broken(rig.tracker, 0), _blocked(rig.tracker, 1)]
+    await rig.processor.process_decided_batch(_batch(works))
+    assert rig.sink.attempts == 0
+    assert rig.committer.commits == []
+    assert rig.tracker.durable_point(KEY0) == 0
+
+
+async def test_sink_unavailable_twice_then_success_stores_once() -> None:
+    """SinkUnavailable is retried: one stored batch, every record durable, no loss."""
+    rig = _rig(unavailable_on={1, 2})
+    works = [_work(rig.tracker, o) for o in range(4)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert rig.sink.attempts == 3
+    [stored] = rig.sink.stored
+    assert [v.position.offset for v in stored.verdicts] == [0, 1, 2, 3]
+    assert stored.offsets == {KEY0: 4}
+    assert rig.tracker.durable_point(KEY0) == 4
+    assert rig.committer.commits == [{KEY0: 4}]
+    assert rig.processor.sink_healthy
+
+
+async def test_give_up_while_sink_down_marks_nothing_durable() -> None:
+    """When give_up is set while Postgres is down, nothing is marked, committed or published."""
+    rig = _rig()
+    rig.sink.always_unavailable = True
+    rig.sink.on_unavailable = rig.give_up
+    works = [_work(rig.tracker, o) for o in range(3)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert rig.sink.stored == []
+    assert rig.tracker.durable_point(KEY0) == 0
+    assert rig.tracker.in_flight() == 3
+    assert rig.committer.commits == []
+    assert rig.publisher.records == []
+    assert not rig.processor.sink_healthy
+
+
+async def test_sink_error_isolates_rejected_rows_as_dead_letters() -> None:
+    """SinkError: good rows are stored one by one, bad rows become sink_rejected dead letters."""
+    rig = _rig()
+    works = [
+        _work(rig.tracker, 0),
+        _work(rig.tracker, 1, message_id="bad-1"),
+        _work(rig.tracker, 2),
+    ]
+    await rig.processor.process_model_batch(_batch(works))
+    kept = [v.message_id for b in rig.sink.stored for v in b.verdicts]
+    assert kept == ["m-0-0", "m-0-2"]
+    letters = [d for b in rig.sink.stored for d in b.dead_letters]
+    assert [(d.position.offset, d.reason_code) for d in letters] == [(1, "sink_rejected")]
+    assert rig.sink.stored[-1].offsets == {KEY0: 3}
+    assert rig.tracker.durable_point(KEY0) == 3
+    assert rig.committer.commits == [{KEY0: 3}]
+    assert len(rig.publisher.records) == 2
+
+
+async def test_sink_unavailable_during_isolation_is_retried() -> None:
+    """Postgres dropping while rows are isolated is retried like any outage, with no loss."""
+    rig = _rig(unavailable_on={3})
+    works = [
+        _work(rig.tracker, 0),
+        _work(rig.tracker, 1, message_id="bad-1"),
+        _work(rig.tracker, 2),
+    ]
+    await rig.processor.process_model_batch(_batch(works))
+    kept = {v.message_id for b in rig.sink.stored for v in b.verdicts}
+    assert kept == {"m-0-0", "m-0-2"}
+    letters = {(d.position.offset, d.reason_code) for b in rig.sink.stored for d in b.dead_letters}
+    assert letters == {(1, "sink_rejected")}
+    assert rig.tracker.durable_point(KEY0) == 3
+    assert rig.processor.sink_healthy
+
+
+async def test_revoked_partition_is_not_stored_or_committed() -> None:
+    """A batch finishing after its partition was forgotten stores no offset for it."""
+    rig = _rig()
+    works = [_work(rig.tracker, 0), _work(rig.tracker, 5, partition=1)]
+    rig.tracker.forget(KEY0)
+    await rig.processor.process_model_batch(_batch(works))
+    [stored] = rig.sink.stored
+    assert stored.offsets == {(TOPIC, 1): 6}
+    assert rig.committer.commits == [{KEY0: None, (TOPIC, 1): 6}]

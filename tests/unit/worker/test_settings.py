@@ -1,0 +1,73 @@
+"""Tests for worker.settings: defaults, environment overrides, frozen sections, secrets."""
+
+from __future__ import annotations
+
+import os
+
+import pydantic
+import pytest
+
+from pipelines.policy import PolicyThresholds
+from worker.settings import BatchSettings, Settings, project_root
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Start from no MODSTREAM_ variables so the developer's shell cannot leak in."""
+    for name in list(os.environ):
+        if name.startswith("MODSTREAM_"):
+            monkeypatch.delenv(name)
+
+
+def test_environment_overrides_nested_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MODSTREAM_<SECTION>__<FIELD> sets a field, with type conversion."""
+    monkeypatch.setenv("MODSTREAM_BATCH__MAX_ITEMS", "50")
+    monkeypatch.setenv("MODSTREAM_TRITON__BREAKER_RESET_S", "2.5")
+    monkeypatch.setenv("MODSTREAM_KAFKA__INPUT_TOPIC", "other.topic")
+    s = Settings()
+    assert s.batch.max_items == 50
+    assert s.triton.breaker_reset_s == 2.5
+    assert s.kafka.input_topic == "other.topic"
+    assert s.batch.max_wait_s == BatchSettings().max_wait_s
+
+
+def test_invalid_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out-of-range batch limits fail validation at load time."""
+    monkeypatch.setenv("MODSTREAM_BATCH__MAX_ITEMS", "0")
+    with pytest.raises(pydantic.ValidationError):
+        Settings()
+
+
+def test_settings_are_frozen() -> None:
+    """Neither the settings object nor its sections can be changed after loading."""
+    s = Settings()
+    with pytest.raises(pydantic.ValidationError):
+        s.log_level = "debug"
+    with pytest.raises(pydantic.ValidationError):
+        s.batch.max_items = 1
+
+
+def test_sections_forbid_unknown_fields() -> None:
+    """A misspelt field in a section is an error, not silently ignored."""
+    with pytest.raises(pydantic.ValidationError):
+        BatchSettings(max_itemz=3)  # type: ignore[call-arg]
+
+
+def test_dsn_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Postgres DSN is a SecretStr: its value does not appear in reprs."""
+    monkeypatch.setenv("MODSTREAM_POSTGRES__DSN", "postgresql://u:hunter2@db/x")
+    s = Settings()
+    assert s.postgres.dsn.get_secret_value() == "postgresql://u:hunter2@db/x"
+    assert "hunter2" not in repr(s)
+    assert "hunter2" not in str(s.postgres)
+
+
+def test_policy_section_builds_thresholds() -> None:
+    """PolicySettings has exactly PolicyThresholds' fields, so the documented build works."""
+    s = Settings()
+    assert PolicyThresholds(**s.policy.model_dump()) == PolicyThresholds()
+
+
+def test_project_root_holds_migrations() -> None:
+    """project_root() is the checkout: it contains the migrations folder."""
+    assert (project_root() / "migrations").is_dir()
