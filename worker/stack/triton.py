@@ -25,7 +25,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from worker.settings import StackSettings
+from worker.settings import StackSettings, project_root
 from worker.stack.errors import NoModelsError, ToolMissingError
 from worker.stack.service import LocalService
 
@@ -103,6 +103,15 @@ class TritonServer(LocalService):
         self.backend_dir = self.directory / "backends"
 
     @property
+    def model_repository(self) -> Path:
+        """The repository served; a relative path is taken from the working folder, or else
+        from the project root (so ``tests/fixtures/model_repository`` works from anywhere)."""
+        path = self.settings.model_repository
+        if path.is_absolute() or path.exists():
+            return path.resolve()
+        return (project_root() / path).resolve()
+
+    @property
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.settings.triton_grpc_port}"
 
@@ -125,7 +134,7 @@ class TritonServer(LocalService):
 
     def check(self) -> None:
         """Refuse an empty model repository and a missing ``nvidia-pytriton`` up front."""
-        repository = self.settings.model_repository
+        repository = self.model_repository
         if not model_names(repository):
             raise NoModelsError(
                 f"the model repository {repository} holds no model (no */config.pbtxt); build "
@@ -151,7 +160,7 @@ class TritonServer(LocalService):
         s = self.settings
         argv = [
             str(dist.server),
-            f"--model-repository={s.model_repository.resolve()}",
+            f"--model-repository={self.model_repository}",
             self.marker,
             "--model-control-mode=explicit",
             "--load-model=*",

@@ -67,3 +67,15 @@ def test_command_uses_settings_ports_and_loads_every_model(tmp_path: Path) -> No
     assert f"--backend-directory={tmp_path / 'triton' / 'backends'}" in argv
     assert env is not None
     assert "nvidia_pytriton.libs" in env["LD_LIBRARY_PATH"]
+
+
+def test_relative_repository_falls_back_to_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative model_repository missing from the working folder resolves from the project."""
+    monkeypatch.chdir(tmp_path)
+    server = TritonServer(
+        StackSettings(state_dir=tmp_path, model_repository=Path("tests/fixtures/model_repository"))
+    )
+    assert server.model_repository == FIXTURE_REPOSITORY
+    server.check()  # finds the fixture model, so no NoModelsError
