@@ -515,3 +515,38 @@ async def test_active_strikes_for_the_worker(
     )
     assert await active_strikes(pool, ["a", "b", "c"]) == {"a": 4, "b": 0, "c": 0}
     assert ReviewSettings().strike_decay_days == 30
+
+
+async def test_moderators_do_not_see_the_audit_of_admin_escalations(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """Once an item is escalated to admins its audit trail is visible to admins only."""
+    mod = _auth(await _token(pool, "mod"))
+    admin = _auth(await _token(pool, "root", Role.ADMIN))
+    item_id = await seed(pool)
+    await client.post(f"/api/items/{item_id}/claim", headers=mod)
+    await client.post(
+        f"/api/items/{item_id}/decide",
+        headers=mod,
+        json={"action": "escalate_to_admin", "reason": "credible threat"},
+    )
+    assert (await client.get(f"/api/events?item_id={item_id}", headers=mod)).json() == []
+    admin_view = (await client.get(f"/api/events?item_id={item_id}", headers=admin)).json()
+    assert [e["action"] for e in admin_view] == ["escalate_to_admin", "claim"]
+
+
+async def test_disabled_users_lose_token_and_sessions(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """disable_user revokes the API token and deletes the user's console sessions."""
+    from worker.review.auth import disable_user
+
+    token = await _token(pool, "leaver")
+    assert (await client.get("/api/me", headers=_auth(token))).status_code == 200
+    assert (await client.post("/console/login", data={"token": token})).status_code == 303
+    async with pool.acquire() as conn:
+        assert await disable_user(conn, "leaver")
+        assert not await disable_user(conn, "leaver")
+    assert (await client.get("/api/me", headers=_auth(token))).status_code == 401
+    assert await pool.fetchval("SELECT count(*) FROM review_sessions") == 0
+    assert (await client.get("/console/queue")).status_code == 303

@@ -202,8 +202,8 @@ def _register_api(app: FastAPI) -> None:
         actor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> list[AuditEvent]:
-        """The audit trail of moderator actions, newest first."""
-        return await svc.queue.events(item_id=item_id, actor=actor, limit=limit)
+        """The audit trail of actions on items in the caller's queues, newest first."""
+        return await svc.queue.events(user, item_id=item_id, actor=actor, limit=limit)
 
     @app.get("/api/senders/{sender_id}/strikes", response_model=SenderStrikes, tags=["senders"])
     async def sender_strikes(sender_id: str, user: CurrentUser, svc: Services) -> SenderStrikes:
@@ -252,8 +252,13 @@ def create_app(
             max_size=settings.postgres.max_pool_size,
             command_timeout=settings.postgres.command_timeout_s,
         )
-        kafka_sink = KafkaDecisionSink(settings.kafka) if sink is None else None
-        relay = OutboxRelay(the_pool, sink or kafka_sink)  # type: ignore[arg-type]
+        kafka_sink: KafkaDecisionSink | None = None
+        if sink is None:
+            kafka_sink = KafkaDecisionSink(settings.kafka)
+            the_sink: DecisionSink = kafka_sink
+        else:
+            the_sink = sink
+        relay = OutboxRelay(the_pool, the_sink)
         app.state.review = ReviewServices(
             pool=the_pool,
             queue=ReviewQueue(the_pool, settings.review),

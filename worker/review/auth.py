@@ -23,6 +23,7 @@ __all__ = [
     "authenticate_token",
     "create_user",
     "digest",
+    "disable_user",
     "end_session",
     "new_token",
     "start_session",
@@ -64,6 +65,19 @@ async def create_user(conn: Conn, name: str, role: Role) -> str:
     except asyncpg.UniqueViolationError as exc:
         raise UserExistsError(f"user {name!r} already exists") from exc
     return token
+
+
+async def disable_user(conn: Conn, name: str) -> bool:
+    """Revoke a user's token and end its console sessions; False when no such enabled user."""
+    user_id = await conn.fetchval(
+        "UPDATE review_users SET disabled_at = now() WHERE name = $1 AND disabled_at IS NULL "
+        "RETURNING id",
+        name,
+    )
+    if user_id is None:
+        return False
+    await conn.execute("DELETE FROM review_sessions WHERE user_id = $1", user_id)
+    return True
 
 
 async def authenticate_token(conn: Conn, token: str) -> User | None:

@@ -1,4 +1,4 @@
-"""``modstream review serve`` and ``modstream review add-user NAME --role ROLE``."""
+"""``modstream review serve``, ``review add-user NAME --role R``, ``review disable-user NAME``."""
 
 from __future__ import annotations
 
@@ -55,6 +55,26 @@ def _run_add_user(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+async def _disable_user(settings: Settings, name: str) -> bool:
+    import asyncpg
+
+    from worker.review.auth import disable_user
+
+    conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
+    try:
+        return await disable_user(conn, name)
+    finally:
+        await conn.close()
+
+
+def _run_disable_user(args: argparse.Namespace, settings: Settings) -> int:
+    if not asyncio.run(_disable_user(settings, args.name)):
+        print(f"error: no enabled user {args.name!r}")
+        return 1
+    print(f"disabled {args.name}: its token and console sessions no longer work")
+    return 0
+
+
 def register(subparsers: Any) -> None:
     review = subparsers.add_parser("review", help="the moderators' review API and console")
     commands = review.add_subparsers(dest="review_command", required=True, metavar="COMMAND")
@@ -66,3 +86,6 @@ def register(subparsers: Any) -> None:
     add_user.add_argument("name")
     add_user.add_argument("--role", choices=("moderator", "admin"), default="moderator")
     add_user.set_defaults(handler=_run_add_user)
+    disable = commands.add_parser("disable-user", help="revoke a user's token and sessions")
+    disable.add_argument("name")
+    disable.set_defaults(handler=_run_disable_user)

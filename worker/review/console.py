@@ -245,7 +245,7 @@ def register_console(app: FastAPI) -> None:
         item_id = int(raw_item) if raw_item.isdigit() else None
         actor = request.query_params.get("actor") or None
         events = await request.app.state.review.queue.events(
-            item_id=item_id, actor=actor, limit=200
+            session.user, item_id=item_id, actor=actor, limit=200
         )
         return _page(
             request,

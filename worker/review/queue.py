@@ -379,16 +379,24 @@ class ReviewQueue:
         return bool(value)
 
     async def events(
-        self, *, item_id: int | None = None, actor: str | None = None, limit: int = 100
+        self,
+        user: User,
+        *,
+        item_id: int | None = None,
+        actor: str | None = None,
+        limit: int = 100,
     ) -> list[AuditEvent]:
-        """The audit trail, newest first."""
+        """The audit trail of items in the user's queues, newest first."""
         rows = await self._pool.fetch(
-            "SELECT id, review_item_id, actor, action, reason, details, created_at "
-            "FROM review_events WHERE ($1::bigint IS NULL OR review_item_id = $1) "
-            "AND ($2::text IS NULL OR actor = $2) ORDER BY id DESC LIMIT $3",
+            "SELECT e.id, e.review_item_id, e.actor, e.action, e.reason, e.details, e.created_at "
+            "FROM review_events e JOIN review_items r ON r.id = e.review_item_id "
+            "WHERE r.queue = ANY($4::text[]) "
+            "AND ($1::bigint IS NULL OR e.review_item_id = $1) "
+            "AND ($2::text IS NULL OR e.actor = $2) ORDER BY e.id DESC LIMIT $3",
             item_id,
             actor,
             limit,
+            user.queues,
         )
         return [AuditEvent(**{**dict(row), "details": _jsonb(row["details"])}) for row in rows]
 
@@ -469,5 +477,5 @@ class ReviewQueue:
             sender_verdict_counts={r["decision"]: r["n"] for r in counts},
             sender_strikes=sum(r["weight"] for r in strikes),
             strikes=[Strike(**dict(r)) for r in strikes],
-            events=await self.events(item_id=item_id),
+            events=await self.events(user, item_id=item_id),
         )

@@ -8,13 +8,14 @@ from worker.cli import build_parser
 
 
 def test_review_commands_are_registered() -> None:
-    """review serve takes host/port overrides; add-user takes a name and a role."""
+    """serve takes host/port overrides; add-user a name and role; disable-user a name."""
     parser = build_parser()
     serve = parser.parse_args(["review", "serve", "--port", "9000"])
     assert (serve.port, serve.host) == (9000, None)
     add = parser.parse_args(["review", "add-user", "ann", "--role", "admin"])
     assert (add.name, add.role) == ("ann", "admin")
     assert parser.parse_args(["review", "add-user", "bob"]).role == "moderator"
+    assert parser.parse_args(["review", "disable-user", "bob"]).name == "bob"
 
 
 def test_add_user_rejects_unknown_roles() -> None:
