@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.review.command",
     "worker.retention",
     "worker.stack.command",
+    "worker.models_command",
 )
 
 

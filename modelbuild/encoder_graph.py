@@ -1,0 +1,187 @@
+"""Write the e5 encoder as an ONNX graph with ``onnx.helper``; no deep-learning framework needed.
+
+Inputs ``input_ids`` and ``attention_mask`` (INT64 ``[batch, length]``), output ``embedding``
+(FP32 ``[batch, 384]``, mean-pooled over the mask and L2-normalised). The word embedding stays
+4-bit inside the graph (Gather on packed nibbles, unpacked with bit operations) so the file is
+about 140 MB instead of 520 MB; the transformer blocks are dequantised to float32.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from modelbuild.e5_weights import E5Weights
+
+__all__ = ["ENCODER_INPUTS", "ENCODER_OUTPUT", "OPSET", "build_encoder", "save_encoder"]
+
+ENCODER_INPUTS = ("input_ids", "attention_mask")
+ENCODER_OUTPUT = "embedding"
+OPSET = 18
+_MASK_NEG = -10000.0
+
+
+class _Graph:
+    """Accumulates nodes and initialisers with unique names."""
+
+    def __init__(self) -> None:
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self._n = 0
+
+    def const(self, name: str, value: npt.NDArray[np.generic]) -> str:
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        return name
+
+    def op(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
+        self._n += 1
+        out = f"{op_type.lower()}_{self._n}"
+        self.nodes.append(helper.make_node(op_type, inputs, [out], name=out, **attrs))
+        return out
+
+    def linear(self, x: str, w: npt.NDArray[np.float32], b: npt.NDArray[np.float32], p: str) -> str:
+        wt = self.const(p + ".weight_t", np.ascontiguousarray(w.T.astype(np.float32)))
+        bias = self.const(p + ".bias", b.astype(np.float32))
+        return self.op("Add", [self.op("MatMul", [x, wt]), bias])
+
+
+def build_encoder(weights: E5Weights) -> onnx.ModelProto:
+    """The encoder graph for ``weights``; checked by ``onnx.checker`` before it is returned."""
+    cfg = weights.config
+    g = _Graph()
+    head_dim = cfg.hidden // cfg.heads
+    blocks = cfg.hidden // 32
+
+    # Word embedding: gather packed rows, unpack nibbles, subtract 8, scale per block.
+    nib = g.op("Gather", [g.const("emb.word.nibbles", weights.word_nibbles), "input_ids"])
+    low = g.op("BitwiseAnd", [nib, g.const("c.u8_15", np.array(15, dtype=np.uint8))])
+    high = g.op(
+        "BitShift", [nib, g.const("c.u8_4", np.array(4, dtype=np.uint8))], direction="RIGHT"
+    )
+    vals = g.op("Cast", [g.op("Concat", [low, high], axis=-1)], to=TensorProto.FLOAT)
+    vals = g.op("Sub", [vals, g.const("c.f_8", np.array(8.0, dtype=np.float32))])
+    scales = g.const("emb.word.scales", weights.word_scales.reshape(-1, blocks, 1))
+    vals = g.op("Mul", [vals, g.op("Gather", [scales, "input_ids"])])
+    hidden_shape = g.const("c.shape_bl_h", np.array([0, 0, cfg.hidden]))
+    word = g.op("Reshape", [vals, hidden_shape])
+
+    # Positions 0..length-1 of the (padding-row-free) table, plus token type 0.
+    length = g.op(
+        "Gather",
+        [g.op("Shape", ["input_ids"]), g.const("c.i64_1", np.array([1], dtype=np.int64))],
+    )
+    pos = g.op(
+        "Slice",
+        [
+            g.const("emb.pos", weights.positions),
+            g.const("c.i64_0", np.array([0], dtype=np.int64)),
+            length,
+            g.const("c.axis0", np.array([0], dtype=np.int64)),
+        ],
+    )
+    x = g.op("Add", [g.op("Add", [word, pos]), g.const("emb.type", weights.token_type)])
+    x = g.op(
+        "LayerNormalization",
+        [x, g.const("emb.ln.w", weights.emb_ln_w), g.const("emb.ln.b", weights.emb_ln_b)],
+        axis=-1,
+        epsilon=cfg.layer_norm_eps,
+    )
+
+    mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+    inv = g.op("Sub", [g.const("c.f_1", np.array(1.0, dtype=np.float32)), mask_f])
+    bias = g.op("Mul", [inv, g.const("c.f_neg", np.array(_MASK_NEG, dtype=np.float32))])
+    bias = g.op("Unsqueeze", [bias, g.const("c.axes_12", np.array([1, 2], dtype=np.int64))])
+    split_shape = g.const("c.shape_heads", np.array([0, 0, cfg.heads, head_dim]))
+    scale = g.const("c.f_scale", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
+    sqrt2 = g.const("c.f_sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
+    half = g.const("c.f_half", np.array(0.5, dtype=np.float32))
+
+    for i, layer in enumerate(weights.layers):
+        p = f"l{i}"
+        q = g.op(
+            "Transpose",
+            [g.op("Reshape", [g.linear(x, layer.q_w, layer.q_b, p + ".q"), split_shape])],
+            perm=[0, 2, 1, 3],
+        )
+        k = g.op(
+            "Transpose",
+            [g.op("Reshape", [g.linear(x, layer.k_w, layer.k_b, p + ".k"), split_shape])],
+            perm=[0, 2, 3, 1],
+        )
+        v = g.op(
+            "Transpose",
+            [g.op("Reshape", [g.linear(x, layer.v_w, layer.v_b, p + ".v"), split_shape])],
+            perm=[0, 2, 1, 3],
+        )
+        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
+        ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
+        ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), hidden_shape])
+        attn = g.linear(ctx, layer.attn_out_w, layer.attn_out_b, p + ".ao")
+        x = g.op(
+            "LayerNormalization",
+            [
+                g.op("Add", [x, attn]),
+                g.const(p + ".aln.w", layer.attn_ln_w),
+                g.const(p + ".aln.b", layer.attn_ln_b),
+            ],
+            axis=-1,
+            epsilon=cfg.layer_norm_eps,
+        )
+        mid = g.linear(x, layer.ffn_in_w, layer.ffn_in_b, p + ".fi")
+        gelu = g.op(
+            "Mul",
+            [
+                g.op("Mul", [mid, half]),
+                g.op("Add", [g.op("Erf", [g.op("Div", [mid, sqrt2])]), "c.f_1"]),
+            ],
+        )
+        out = g.linear(gelu, layer.ffn_out_w, layer.ffn_out_b, p + ".fo")
+        x = g.op(
+            "LayerNormalization",
+            [
+                g.op("Add", [x, out]),
+                g.const(p + ".oln.w", layer.out_ln_w),
+                g.const(p + ".oln.b", layer.out_ln_b),
+            ],
+            axis=-1,
+            epsilon=cfg.layer_norm_eps,
+        )
+
+    mask3 = g.op("Unsqueeze", [mask_f, g.const("c.axes_2", np.array([2], dtype=np.int64))])
+    summed = g.op("ReduceSum", [g.op("Mul", [x, mask3]), "c.i64_1"], keepdims=0)
+    count = g.op("ReduceSum", [mask_f, "c.i64_1"], keepdims=1)
+    pooled = g.op("Div", [summed, count])
+    norm = g.op("ReduceL2", [pooled, g.const("c.i64_m1", np.array([-1]))], keepdims=1)
+    norm = g.op("Max", [norm, g.const("c.f_eps", np.array(1e-12, dtype=np.float32))])
+    g.nodes.append(helper.make_node("Div", [pooled, norm], [ENCODER_OUTPUT], name="normalise"))
+
+    graph = helper.make_graph(
+        g.nodes,
+        "e5_small_encoder",
+        [
+            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "length"])
+            for name in ENCODER_INPUTS
+        ],
+        [helper.make_tensor_value_info(ENCODER_OUTPUT, TensorProto.FLOAT, ["batch", cfg.hidden])],
+        initializer=g.inits,
+    )
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="modelbuild"
+    )
+    model.ir_version = 9
+    onnx.checker.check_model(model)
+    return model
+
+
+def save_encoder(model: onnx.ModelProto, path: Path) -> None:
+    """Write the model as one file (it stays under protobuf's 2 GB limit)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(model.SerializeToString())
+    tmp.replace(path)

@@ -1,0 +1,58 @@
+"""The ``hatesonar`` classifier (Davidson et al. tweets, TF-IDF + logistic regression) as shipped.
+
+Used twice: as a weak-supervision teacher for English toxicity and as the toxicity baseline. Two
+repairs make it run on current onnxruntime: its ``StringNormalizer`` gets ``locale="C.UTF-8"``
+(the default locale is missing on many machines) and its ``ZipMap`` output is cut so the graph
+returns a plain probability tensor. Its classes are reordered to ours: none, offensive, hate.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnx
+import onnxruntime as ort
+from onnx import helper
+
+from modelbuild.archives import read_member
+
+__all__ = ["HateSonar"]
+
+_ORDER = (2, 1, 0)  # hatesonar: 0 hate, 1 offensive, 2 neither
+
+
+class HateSonar:
+    """Probabilities ``[n, 3]`` in the order none, offensive, hate."""
+
+    def __init__(self, hatesonar_wheel: Path) -> None:
+        model = onnx.load_from_string(read_member(hatesonar_wheel, "hatesonar/model/model.onnx"))
+        graph = model.graph
+        zipmap = next(n for n in graph.node if n.op_type == "ZipMap")
+        probs_name = zipmap.input[0]
+        graph.node.remove(zipmap)
+        for node in graph.node:
+            if node.op_type == "StringNormalizer":
+                node.attribute.append(helper.make_attribute("locale", "C.UTF-8"))
+        del graph.output[:]
+        graph.output.append(helper.make_tensor_value_info(probs_name, onnx.TensorProto.FLOAT, None))
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        self._session = ort.InferenceSession(
+            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+        )
+        self._input = self._session.get_inputs()[0].name
+
+    def predict_proba(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        rows = []
+        for start in range(0, len(texts), 512):
+            chunk = np.array(texts[start : start + 512], dtype=object)
+            (probs,) = self._session.run(None, {self._input: chunk})
+            rows.append(np.asarray(probs, dtype=np.float32)[:, _ORDER])
+        if not rows:
+            return np.zeros((0, 3), dtype=np.float32)
+        return np.concatenate(rows)
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        return [[float(p) for p in row] for row in self.predict_proba(texts)]

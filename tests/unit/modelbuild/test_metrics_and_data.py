@@ -1,0 +1,94 @@
+"""Metrics on hand-checked confusion matrices; deterministic splits and weak-label rules."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from modelbuild.datasets import (
+    INTENT,
+    TOXICITY,
+    _rating_label,
+    held_out,
+    is_question,
+    synthetic,
+)
+from modelbuild.evaluate import keyword_intent
+from modelbuild.metrics import classification_report, false_positive_rate
+
+
+def test_report_matches_hand_computed_values() -> None:
+    """Precision, recall, F1, macro-F1 and the confusion matrix of a small known case."""
+    y_true = np.array([0, 0, 0, 1, 1, 2], dtype=np.int64)
+    y_pred = np.array([0, 0, 1, 1, 0, 2], dtype=np.int64)
+    rep = classification_report(y_true, y_pred, ("a", "b", "c"))
+    assert rep["confusion"] == [[2, 1, 0], [1, 1, 0], [0, 0, 1]]
+    per = rep["per_class"]
+    assert isinstance(per, dict)
+    assert per["a"]["precision"] == pytest.approx(2 / 3, abs=1e-4)
+    assert per["a"]["recall"] == pytest.approx(2 / 3, abs=1e-4)
+    assert per["b"]["f1"] == pytest.approx(0.5, abs=1e-4)
+    assert rep["macro_f1"] == pytest.approx((2 / 3 + 0.5 + 1.0) / 3, abs=1e-4)
+    assert rep["accuracy"] == pytest.approx(4 / 6, abs=1e-4)
+
+
+def test_macro_f1_skips_classes_absent_from_the_test_set() -> None:
+    """A class with no true examples does not drag macro-F1 to zero."""
+    rep = classification_report(
+        np.array([0, 2], dtype=np.int64), np.array([0, 2], dtype=np.int64), ("n", "u", "p")
+    )
+    assert rep["macro_f1"] == 1.0
+
+
+def test_false_positive_rate_counts_flagged_share() -> None:
+    """FPR is the share of predictions outside the allowed labels."""
+    assert false_positive_rate(np.array([0, 1, 0, 0], dtype=np.int64), [0]) == 0.25
+    assert false_positive_rate(np.array([0, 1, 2, 3], dtype=np.int64), [0, 1]) == 0.5
+
+
+def test_held_out_split_is_fixed_by_seed() -> None:
+    """The split depends on the seed and the text only, and holds out about the fraction asked."""
+    texts = [f"line {i}" for i in range(2000)]
+    first = [held_out(7, t) for t in texts]
+    assert first == [held_out(7, t) for t in texts]
+    assert first != [held_out(8, t) for t in texts]
+    assert 0.15 < sum(first) / len(texts) < 0.25
+
+
+def test_rating_thresholds() -> None:
+    """Mean ratings below -0.5 are negative, above 0.5 positive, neutral between."""
+    assert [_rating_label(r) for r in (-2.0, -0.5, 0.0, 0.5, 0.51)] == [0, 1, 1, 1, 2]
+
+
+def test_question_rule_handles_both_question_marks() -> None:
+    """The weak question rule knows the ASCII and the full-width question mark."""
+    assert is_question("how are you?") and is_question("你好吗？")
+    assert not is_question("fine thanks")
+
+
+def test_synthetic_sentences_use_disjoint_words_for_test() -> None:
+    """Held-out template sentences are built only from held-out lexicon words."""
+    lex = {
+        "en": [f"badword{i}" for i in range(40)],
+        "zh": [f"坏词{i}" for i in range(40)],
+        "zh_ads": [f"广告{i}" for i in range(20)],
+    }
+    examples = synthetic(lex, seed=3)
+    used = {
+        flag: {w for e in examples if e.test == flag for w in lex["en"] if w in e.text.split()}
+        for flag in (False, True)
+    }
+    assert used[False] and used[True]
+    assert not used[False] & used[True]
+    labels = {e.label for e in examples if e.source == "template-insult"}
+    assert labels == {TOXICITY.index("offensive")}
+    assert {e.label for e in examples if e.source == "template-ad"} == {
+        INTENT.index("advertisement")
+    }
+
+
+def test_keyword_baseline() -> None:
+    """The spam/ad keyword baseline flags links and contact bait, not plain chat."""
+    assert keyword_intent("buy now at www.example.com") == INTENT.index("advertisement")
+    assert keyword_intent("加微信领取福利") == INTENT.index("advertisement")
+    assert keyword_intent("see you tomorrow") == INTENT.index("chat")
