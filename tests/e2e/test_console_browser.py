@@ -80,8 +80,10 @@ async def db_settings(settings: Settings) -> AsyncIterator[Settings]:
 
 
 @pytest.fixture(scope="module")
-def server(db_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``modstream review serve`` on a free port against the test database."""
+def server(
+    db_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Path]]:
+    """``modstream review serve`` on a free port against the test database; (URL, log file)."""
     port = _free_port()
     log_path = tmp_path_factory.mktemp("review-server") / "server.log"
     log = log_path.open("wb")
@@ -109,7 +111,7 @@ def server(db_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> I
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"review server did not start: {log_path.read_text()[-2000:]}")
             time.sleep(0.2)
-        yield base
+        yield base, log_path
     finally:
         proc.terminate()
         try:
@@ -170,7 +172,7 @@ async def _consume_decision(settings: Settings, message_id: str, timeout_s: floa
 
 
 async def test_console_sign_in_claim_decide_audit_and_kafka(
-    db_settings: Settings, server: str, tmp_path: Path
+    db_settings: Settings, server: tuple[str, Path], tmp_path: Path
 ) -> None:
     """A moderator signs in, claims the top item, decides by keyboard; audit and Kafka agree."""
     message_id = f"e2e-{secrets.token_hex(6)}"
@@ -184,7 +186,7 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
 
     env = {
         **os.environ,
-        "E2E_BASE_URL": server,
+        "E2E_BASE_URL": server[0],
         "E2E_TOKEN": token,
         "E2E_REASON": reason,
         "E2E_USER": "e2e_mod",
@@ -208,6 +210,7 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
     assert run.returncode == 0
     assert result["itemId"] == item_id
     assert token not in run.stdout
+    assert token not in server[1].read_text(errors="replace"), "the token reached the server log"
 
     conn = await asyncpg.connect(db_settings.postgres.dsn.get_secret_value())
     try:
