@@ -117,6 +117,36 @@ def test_topics_exist_with_configured_partitions(stack_env: dict[str, str]) -> N
         assert name in topics
 
 
+async def test_kafka_round_trip_with_a_consumer_group(stack_env: dict[str, str]) -> None:
+    """An idempotent producer's record reaches a group consumer that commits its offset."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    settings = _settings(stack_env)
+    bootstrap = KafkaServer(settings.stack).endpoint
+    topic = settings.kafka.decision_topic
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, b"stack-it", key=b"k")
+    finally:
+        await producer.stop()
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id="stack-it",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+    )
+    await consumer.start()
+    try:
+        batches = await consumer.getmany(timeout_ms=15_000)
+        await consumer.commit()
+    finally:
+        await consumer.stop()
+    values = [record.value for records in batches.values() for record in records]
+    assert b"stack-it" in values
+
+
 async def test_postgres_accepts_the_app_role(stack_env: dict[str, str]) -> None:
     """The modstream role logs into the modstream database over TCP on loopback."""
     import asyncpg
