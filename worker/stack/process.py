@@ -7,12 +7,14 @@ so a stale pid file that the kernel has since reused for another program is harm
 
 from __future__ import annotations
 
+import fcntl
 import os
 import signal
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,7 @@ __all__ = [
     "PidFile",
     "cmdline",
     "is_alive",
+    "locked",
     "owns",
     "port_is_open",
     "spawn",
@@ -58,6 +61,19 @@ class PidFile:
     def remove(self) -> None:
         """Delete the file; missing is fine."""
         self.path.unlink(missing_ok=True)
+
+
+@contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if needed) for the block, so two
+    ``stack up`` runs at once cannot both start the same service. Not re-entrant."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _reap(pid: int) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from worker.settings import StackSettings
-from worker.stack.process import PidFile, owns, spawn, terminate, wait_until
+from worker.stack.process import PidFile, locked, owns, spawn, terminate, wait_until
 
 __all__ = ["LocalService", "ServiceStatus"]
 
@@ -44,6 +44,7 @@ class LocalService(ABC):
         self.settings = settings
         self.directory = settings.state_dir / self.name
         self.pid_file = PidFile(self.directory / f"{self.name}.pid")
+        self.lock_path = self.directory / f"{self.name}.lock"
 
     # --- what subclasses provide -------------------------------------------------------------
 
@@ -104,14 +105,15 @@ class LocalService(ABC):
 
     def launch(self) -> bool:
         """Spawn the process unless ours already runs; ``True`` when it was spawned now."""
-        if self.is_running():
-            return False
-        self.pid_file.remove()
-        self.prepare()
-        argv, env = self.command()
-        pid = spawn(argv, log_path=self.stdout_path, env=env, ports=self.ports())
-        self.pid_file.write(pid)
-        return True
+        with locked(self.lock_path):
+            if self.is_running():
+                return False
+            self.pid_file.remove()
+            self.prepare()
+            argv, env = self.command()
+            pid = spawn(argv, log_path=self.stdout_path, env=env, ports=self.ports())
+            self.pid_file.write(pid)
+            return True
 
     def wait_ready(self) -> None:
         """Block until healthy, then run :meth:`after_healthy`; raise ``ServiceStartError``."""
@@ -132,14 +134,18 @@ class LocalService(ABC):
 
     def stop(self) -> bool:
         """Stop our process (never anyone else's); ``True`` when one was stopped."""
-        recorded = self.pid_file.read()
-        stopped = False
-        if recorded is not None:
-            stopped = terminate(
-                recorded, self.marker, stop_signal=self.stop_signal, timeout_s=self.stop_timeout_s
-            )
-        self.pid_file.remove()
-        return stopped
+        with locked(self.lock_path):
+            recorded = self.pid_file.read()
+            stopped = False
+            if recorded is not None:
+                stopped = terminate(
+                    recorded,
+                    self.marker,
+                    stop_signal=self.stop_signal,
+                    timeout_s=self.stop_timeout_s,
+                )
+            self.pid_file.remove()
+            return stopped
 
     def status(self) -> ServiceStatus:
         """Running, healthy, pid, endpoint and log path, probed now."""

@@ -17,6 +17,7 @@ from worker.stack.process import (
     PidFile,
     cmdline,
     is_alive,
+    locked,
     owns,
     port_is_open,
     spawn,
@@ -161,3 +162,26 @@ def test_wait_until_returns_when_check_passes() -> None:
 
     wait_until(check, timeout_s=10, what="eventually")
     assert len(calls) == 3
+
+
+def test_locked_serialises_holders(tmp_path: Path) -> None:
+    """A second holder of the stack lock waits until the first releases it."""
+    import threading
+
+    lock_path = tmp_path / "x.lock"
+    events: list[str] = []
+    first_inside = threading.Event()
+
+    def second() -> None:
+        first_inside.wait(5)
+        with locked(lock_path):
+            events.append("second")
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    with locked(lock_path):
+        first_inside.set()
+        time.sleep(0.3)
+        events.append("first")
+    thread.join(5)
+    assert events == ["first", "second"]
