@@ -154,15 +154,14 @@ class Worker:
         try:
             while not stop.is_set():
                 fetched = await source.fetch(_FETCH_TIMEOUT_MS)
-                handled = 0
-                for records in fetched.values():
-                    for record in records:
-                        await self._ingest(record, max_bytes)
-                        handled += 1
-                        if handled % _YIELD_EVERY_RECORDS == 0:
-                            await asyncio.sleep(0)  # let heartbeats and batches run
-                        if stop.is_set():
-                            break
+                for handled, (record, epoch) in enumerate(fetched, start=1):
+                    if not source.owns((record.topic, record.partition), epoch):
+                        continue  # revoked (or re-assigned) since this fetch returned
+                    await self._ingest(record, max_bytes)
+                    if handled % _YIELD_EVERY_RECORDS == 0:
+                        await asyncio.sleep(0)  # let heartbeats and batches run
+                    if stop.is_set():
+                        break
         finally:
             await self._decided_batcher.close()
             await self._model_batcher.close()

@@ -116,6 +116,7 @@ class BatchProcessor:
         self._metrics = metrics
         self._give_up = give_up
         self.sink_healthy = True
+        self._write_lock = asyncio.Lock()
 
     # -- the two batch kinds -------------------------------------------------------------
 
@@ -203,18 +204,22 @@ class BatchProcessor:
         by_partition: dict[PartitionKey, list[int]] = {}
         for w in works:
             by_partition.setdefault(w.partition_key, []).append(w.position.offset)
-        offsets = {
-            key: point
-            for key, offs in by_partition.items()
-            if (point := self._tracker.point_with(key, offs)) is not None
-        }
-        try:
-            stored = await self._write(SinkBatch(verdicts, escalations, letters, offsets))
-        except _Abandoned:
-            _log.warning("batch_abandoned", items=len(works))
-            return
-        for key, offs in by_partition.items():
-            self._tracker.mark_durable(key, offs)
+        # Writes are serialised (inference of the next batch still overlaps this write): the
+        # offsets computed under the lock then include every batch already durable, so the
+        # stored next offset is exact rather than trailing behind a concurrent batch.
+        async with self._write_lock:
+            offsets = {
+                key: point
+                for key, offs in by_partition.items()
+                if (point := self._tracker.point_with(key, offs)) is not None
+            }
+            try:
+                stored = await self._write(SinkBatch(verdicts, escalations, letters, offsets))
+            except _Abandoned:
+                _log.warning("batch_abandoned", items=len(works))
+                return
+            for key, offs in by_partition.items():
+                self._tracker.mark_durable(key, offs)
         self._metrics.in_flight_records.set(self._tracker.in_flight())
         await self._committer.commit(
             {key: self._tracker.durable_point(key) for key in by_partition}

@@ -56,10 +56,22 @@ class KafkaSource:
         self._commit_lock = asyncio.Lock()
         self._rebalancing = False
         self._assigned: set[PartitionKey] = set()
+        self._epochs: dict[PartitionKey, int] = {}
+        self._next_epoch = 0
 
     @property
     def assigned(self) -> frozenset[PartitionKey]:
         return frozenset(self._assigned)
+
+    def owns(self, key: PartitionKey, epoch: int) -> bool:
+        """True while the partition is still assigned in the assignment ``epoch`` of a fetch.
+
+        Records are only processed when their partition was assigned *and positioned at its
+        stored offset* when the fetch returned, and still is: the fetcher may hand out records
+        while the assignment callback is reading Postgres, or after a revocation began, and such
+        records must not be processed (they are read again after the seek).
+        """
+        return self._epochs.get(key) == epoch
 
     async def start(self) -> None:
         if self._consumer is not None:
@@ -87,13 +99,20 @@ class KafkaSource:
         if consumer is not None:
             await consumer.stop()
 
-    async def fetch(self, timeout_ms: int) -> Mapping[Any, list[Any]]:
+    async def fetch(self, timeout_ms: int) -> list[tuple[Any, int]]:
+        """Records of partitions we own, each with the assignment epoch it was fetched in."""
         if self._consumer is None:
-            return {}
-        records: Mapping[Any, list[Any]] = await self._consumer.getmany(
+            return []
+        fetched: Mapping[Any, list[Any]] = await self._consumer.getmany(
             timeout_ms=timeout_ms, max_records=self._settings.max_poll_records
         )
-        return records
+        # Snapshot ownership at the instant the fetch returned (no await in between).
+        out: list[tuple[Any, int]] = []
+        for tp, records in fetched.items():
+            epoch = self._epochs.get((tp.topic, tp.partition))
+            if epoch is not None:
+                out.extend((record, epoch) for record in records)
+        return out
 
     async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
         """Commit ``points`` for partitions still assigned; best effort (Postgres is the truth)."""
@@ -123,6 +142,8 @@ class KafkaSource:
 
     async def _handle_revoked(self, keys: list[PartitionKey]) -> None:
         self._rebalancing = True
+        for key in keys:
+            self._epochs.pop(key, None)  # stop processing their fetched records at once
         _log.info("partitions_revoked", partitions=[f"{t}-{p}" for t, p in keys])
         await self._on_revoke(keys)
         async with self._commit_lock:
@@ -150,10 +171,18 @@ class KafkaSource:
                 stored = await self._assigned_offsets(topic, partitions)
                 for partition in partitions:
                     key = (topic, partition)
+                    tp = TopicPartition(topic, partition)
                     self._tracker.forget(key)
+                    # Always seek: records the fetcher returned before this point (from Kafka's
+                    # committed position) were dropped by ``owns()`` and are read again here.
+                    if self._consumer is not None:
+                        if partition in stored:
+                            self._consumer.seek(tp, stored[partition])
+                        else:
+                            await self._consumer.seek_to_beginning(tp)
                     self._assigned.add(key)
-                    if partition in stored and self._consumer is not None:
-                        self._consumer.seek(TopicPartition(topic, partition), stored[partition])
+                    self._next_epoch += 1
+                    self._epochs[key] = self._next_epoch
             _log.info(
                 "partitions_assigned",
                 partitions=[f"{tp.topic}-{tp.partition}" for tp in tps],
