@@ -21,6 +21,7 @@ Handler = Callable[[argparse.Namespace, Settings], int]
 COMMAND_MODULES: tuple[str, ...] = (
     "worker.migrate",
     "worker.app",
+    "worker.demo",
     "worker.review.command",
     "worker.retention",
     "worker.stack.command",

@@ -66,7 +66,8 @@ def sample_stream(
     for i in range(count):
         group = f"group-{rng.randrange(groups)}"
         if malformed_every and i % malformed_every == malformed_every - 1:
-            yield SampleRecord(group.encode(), _MALFORMED[i % len(_MALFORMED)], None, "malformed")
+            bad = _MALFORMED[(i // malformed_every) % len(_MALFORMED)]
+            yield SampleRecord(group.encode(), bad, None, "malformed")
             continue
         kind, _lang, text = texts[rng.randrange(len(texts))]
         message_id = f"{id_prefix}-{i:07d}"

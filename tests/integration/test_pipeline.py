@@ -15,8 +15,9 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from tests.integration.conftest import PARTITIONS, wait_until
+from tests.integration.conftest import wait_until
 from worker.app import Worker
+from worker.kafka_tools import end_offsets
 from worker.samples import produce, sample_stream
 from worker.settings import Settings
 
@@ -58,17 +59,6 @@ async def _drain_topic(
     finally:
         await consumer.stop()
     return records
-
-
-async def _end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
-    await consumer.start()
-    try:
-        partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
-        ends = await consumer.end_offsets(partitions)
-    finally:
-        await consumer.stop()
-    return {tp.partition: off for tp, off in ends.items()}
 
 
 async def test_every_record_gets_exactly_one_outcome(worker_settings: Settings) -> None:
@@ -128,7 +118,7 @@ async def test_every_record_gets_exactly_one_outcome(worker_settings: Settings) 
     assert decided_by["rules"] > 0
     assert decided_by["pending_model"] == 0
 
-    ends = await _end_offsets(s.kafka.bootstrap_servers, s.kafka.input_topic)
+    ends = await end_offsets(s.kafka.bootstrap_servers, s.kafka.input_topic)
     assert stored == {p: e for p, e in ends.items() if e > 0}
 
     consumer = AIOKafkaConsumer(
