@@ -22,7 +22,9 @@ from worker.stack.errors import PortInUseError, ServiceStartError
 
 __all__ = [
     "PidFile",
+    "children_of",
     "cmdline",
+    "exit_description",
     "is_alive",
     "locked",
     "owns",
@@ -33,8 +35,12 @@ __all__ = [
 ]
 
 _POLL_INTERVAL_S = 0.2
+_CHILD_GRACE_S = 10.0
+_KILL_WAIT_S = 10.0
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Processes spawned by this interpreter, kept so they can be reaped (no zombies in tests)."""
+_exit_codes: dict[int, int] = {}
+"""Return codes of reaped children, for error messages."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +86,35 @@ def _reap(pid: int) -> None:
     child = _children.get(pid)
     if child is not None and child.poll() is not None:
         del _children[pid]
+        _exit_codes[pid] = child.returncode
+
+
+def exit_description(pid: int) -> str:
+    """How a process this interpreter spawned ended (" (exit status 1)", " (killed by SIGKILL)"),
+    or an empty string when unknown (not our child, or still running)."""
+    _reap(pid)
+    code = _exit_codes.get(pid)
+    if code is None:
+        return ""
+    if code < 0:
+        return f" (killed by {signal.Signals(-code).name})"
+    return f" (exit status {code})"
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` according to ``/proc`` (e.g. Triton's backend stubs)."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and fields[1] == str(pid):
+            found.append(int(entry.name))
+    return found
 
 
 def is_alive(pid: int) -> bool:
@@ -155,6 +190,7 @@ def spawn(
         except OSError as exc:
             raise ServiceStartError(f"cannot run {argv[0]}: {exc}") from exc
     _children[child.pid] = child
+    _exit_codes.pop(child.pid, None)  # a reused pid: forget the earlier process's status
     return child.pid
 
 
@@ -168,23 +204,26 @@ def terminate(
     """
     if not owns(pid, marker):
         return False
-    try:
-        os.kill(pid, stop_signal)
-    except ProcessLookupError:
-        return True
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if not is_alive(pid):
-            return True
-        time.sleep(_POLL_INTERVAL_S)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return True
-    kill_deadline = time.monotonic() + 10.0
-    while is_alive(pid) and time.monotonic() < kill_deadline:
-        time.sleep(_POLL_INTERVAL_S)
+    children = children_of(pid)
+    _signal_and_wait(pid, stop_signal, timeout_s)
+    for child in children:  # helpers that outlive the parent briefly (Triton's stubs)
+        _signal_and_wait(child, None, _CHILD_GRACE_S)
     return True
+
+
+def _signal_and_wait(pid: int, first: int | None, timeout_s: float) -> None:
+    """Send ``first`` (if any), wait up to ``timeout_s``, then SIGKILL and wait a little more."""
+    for sig, wait_s in ((first, timeout_s), (signal.SIGKILL, _KILL_WAIT_S)):
+        if sig is not None:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                return
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if not is_alive(pid):
+                return
+            time.sleep(_POLL_INTERVAL_S)
 
 
 def _tail(path: Path, lines: int = 3) -> str:
@@ -205,12 +244,13 @@ def wait_until(
     timeout_s: float,
     what: str,
     alive: Callable[[], bool] | None = None,
+    exit_note: Callable[[], str] | None = None,
     log_path: Path | None = None,
 ) -> None:
     """Poll ``check`` until it returns ``True``; raise :class:`ServiceStartError` on timeout.
 
     ``alive`` (when given) is polled too, so a process that died fails fast instead of waiting
-    for the whole timeout.
+    for the whole timeout; ``exit_note`` then says how it ended.
     """
 
     def hint() -> str:
@@ -221,7 +261,8 @@ def wait_until(
         if check():
             return
         if alive is not None and not alive():
-            raise ServiceStartError(f"{what}: the process exited{hint()}")
+            note = exit_note() if exit_note is not None else ""
+            raise ServiceStartError(f"{what}: the process exited{note}{hint()}")
         if time.monotonic() >= deadline:
             raise ServiceStartError(f"{what}: not healthy after {timeout_s:.0f} s{hint()}")
         time.sleep(_POLL_INTERVAL_S)

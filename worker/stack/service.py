@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import ClassVar
 
 from worker.settings import StackSettings
-from worker.stack.process import PidFile, locked, owns, spawn, terminate, wait_until
+from worker.stack.process import (
+    PidFile,
+    exit_description,
+    locked,
+    owns,
+    spawn,
+    terminate,
+    wait_until,
+)
 
 __all__ = ["LocalService", "ServiceStatus"]
 
@@ -117,11 +125,13 @@ class LocalService(ABC):
 
     def wait_ready(self) -> None:
         """Block until healthy, then run :meth:`after_healthy`; raise ``ServiceStartError``."""
+        pid = self.pid_file.read()
         wait_until(
             self.healthy,
             timeout_s=self.start_timeout_s,
-            what=f"{self.name} at {self.endpoint}",
+            what=f"{self.name} at {self.endpoint} (pid {pid})",
             alive=self.is_running,
+            exit_note=(lambda: exit_description(pid)) if pid is not None else None,
             log_path=self.log_path,
         )
         self.after_healthy()

@@ -15,7 +15,9 @@ import pytest
 from worker.stack.errors import PortInUseError, ServiceStartError
 from worker.stack.process import (
     PidFile,
+    children_of,
     cmdline,
+    exit_description,
     is_alive,
     locked,
     owns,
@@ -185,3 +187,23 @@ def test_locked_serialises_holders(tmp_path: Path) -> None:
         events.append("first")
     thread.join(5)
     assert events == ["first", "second"]
+
+
+def test_exit_description_names_status_and_signal(tmp_path: Path) -> None:
+    """A spawned child's end is described by exit status or by the signal that killed it."""
+    failing = spawn([sys.executable, "-c", "raise SystemExit(3)"], log_path=tmp_path / "a")
+    wait_until(lambda: not is_alive(failing), timeout_s=10, what="failing child")
+    assert exit_description(failing) == " (exit status 3)"
+    killed = spawn([sys.executable, "-c", _SLEEPER, "30"], log_path=tmp_path / "b")
+    os.kill(killed, signal.SIGKILL)
+    wait_until(lambda: not is_alive(killed), timeout_s=10, what="killed child")
+    assert exit_description(killed) == " (killed by SIGKILL)"
+    assert exit_description(os.getpid()) == ""
+
+
+def test_children_of_finds_direct_children(tmp_path: Path, spawned: list[int]) -> None:
+    """children_of() lists the processes whose parent is the given pid."""
+    pid = spawn([sys.executable, "-c", _SLEEPER, "30"], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    assert pid in children_of(os.getpid())
+    assert children_of(pid) == []
