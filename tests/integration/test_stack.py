@@ -1,13 +1,15 @@
 """The local stack end to end: ``modstream stack up/status/down`` on real processes.
 
-Runs its own stack in a temporary state folder on ports +200 from the defaults, so it never
-touches a stack started by ``modstream stack up`` for the other integration tests.
+Runs its own stack in a temporary state folder on free ports picked at start, so it never touches
+a stack started by ``modstream stack up`` for the other integration tests, nor another run of
+this module.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -26,14 +28,25 @@ pytestmark = pytest.mark.integration
 
 FIXTURE_REPOSITORY = project_root() / "tests" / "fixtures" / "model_repository"
 MODSTREAM = [sys.executable, "-m", "worker.cli", "stack"]
-PORTS = {
-    "KAFKA_PORT": 19292,
-    "KAFKA_CONTROLLER_PORT": 19293,
-    "POSTGRES_PORT": 15632,
-    "TRITON_HTTP_PORT": 18200,
-    "TRITON_GRPC_PORT": 18201,
-    "TRITON_METRICS_PORT": 18202,
-}
+PORT_KEYS = (
+    "KAFKA_PORT",
+    "KAFKA_CONTROLLER_PORT",
+    "POSTGRES_PORT",
+    "TRITON_HTTP_PORT",
+    "TRITON_GRPC_PORT",
+    "TRITON_METRICS_PORT",
+)
+
+
+def _free_ports(count: int) -> list[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _run(
@@ -58,7 +71,7 @@ def stack_env() -> Iterator[dict[str, str]]:
     env = dict(os.environ)
     env["MODSTREAM_STACK__STATE_DIR"] = str(state_dir)
     env["MODSTREAM_STACK__MODEL_REPOSITORY"] = str(FIXTURE_REPOSITORY)
-    for key, port in PORTS.items():
+    for key, port in zip(PORT_KEYS, _free_ports(len(PORT_KEYS)), strict=True):
         env[f"MODSTREAM_STACK__{key}"] = str(port)
     up = _run(env, "up")
     try:
@@ -74,7 +87,7 @@ def _settings(env: dict[str, str]) -> Settings:
         stack={  # type: ignore[arg-type]
             "state_dir": env["MODSTREAM_STACK__STATE_DIR"],
             "model_repository": env["MODSTREAM_STACK__MODEL_REPOSITORY"],
-            **{key.lower(): port for key, port in PORTS.items()},
+            **{key.lower(): int(env[f"MODSTREAM_STACK__{key}"]) for key in PORT_KEYS},
         }
     )
 
