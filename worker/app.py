@@ -21,15 +21,20 @@ from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
+from worker.backpressure import Backpressure, FlowAction
 from worker.batcher import Batch, MicroBatcher
 from worker.breaker import BreakerState
+from worker.failpoints import Failpoints
 from worker.http import HealthServer
 from worker.inference import InferenceUnavailable, TritonModerationClient
 from worker.logs import configure_logging, get_logger
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
+from worker.outbox import VerdictOutbox
 from worker.processing import BatchProcessor, Work
 from worker.publisher import KafkaPublisher
+from worker.rescore import Rescorer
+from worker.rules_watch import RulesWatcher
 from worker.settings import Settings
 from worker.sink import PostgresSink
 from worker.source import KafkaSource
@@ -51,11 +56,20 @@ class Worker:
         self._engine = RuleEngine(ruleset)
         self._thresholds = PolicyThresholds(**settings.policy.model_dump())
         self._tracker = OffsetTracker()
+        self._failpoints = Failpoints(settings.failpoint)
+        self._backpressure = Backpressure(
+            settings.batch.max_records_in_flight, settings.batch.resume_ratio
+        )
+        # The queues hold every record that may be in flight (the limit plus one fetch), so
+        # ``put`` never blocks the consume loop: backpressure is pause/resume, not a stall.
+        queue_items = settings.batch.max_records_in_flight + settings.kafka.max_poll_records
         self._model_batcher: MicroBatcher[Work] = MicroBatcher(
-            settings.batch.max_items, settings.batch.max_wait_s
+            settings.batch.max_items, settings.batch.max_wait_s, queue_items=queue_items
         )
         # Rule blocks and dead letters need no model: they flush almost at once.
-        self._decided_batcher: MicroBatcher[Work] = MicroBatcher(settings.batch.max_items, 0.05)
+        self._decided_batcher: MicroBatcher[Work] = MicroBatcher(
+            settings.batch.max_items, 0.05, queue_items=queue_items
+        )
         self._give_up = asyncio.Event()
         self._started = False
         self._processor: BatchProcessor | None = None
@@ -101,6 +115,22 @@ class Worker:
                 verdict_topic=s.kafka.verdict_topic,
                 metrics=self.metrics,
                 give_up=self._give_up,
+                failpoints=self._failpoints,
+            )
+            outbox = VerdictOutbox(
+                sink,
+                publisher,
+                s.kafka.verdict_topic,
+                min_age_s=s.reliability.outbox_min_age_s,
+                batch_items=s.reliability.outbox_batch_items,
+            )
+            rescorer = Rescorer(
+                inference=inference,
+                store=sink,
+                publisher=publisher,
+                thresholds=self._thresholds,
+                verdict_topic=s.kafka.verdict_topic,
+                batch_items=s.reliability.rescore_batch_items,
             )
             health = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
             await health.start()
@@ -128,6 +158,13 @@ class Worker:
                 ]
                 tg.create_task(self._watch_lag(done))
                 tg.create_task(self._watch_breaker(inference, done))
+                tg.create_task(self._relay(outbox, source, done))
+                tg.create_task(self._rescore(rescorer, inference, source, done))
+                if s.rules.path is not None and s.rules.reload_interval_s > 0:
+                    watcher = RulesWatcher(
+                        s.rules.path, s.rules.reload_interval_s, self._install_rules
+                    )
+                    tg.create_task(watcher.run(done))
                 tg.create_task(self._drain_deadline(stop, done))
                 await asyncio.wait(pipeline)
                 done.set()
@@ -153,7 +190,10 @@ class Worker:
         max_bytes = self._settings.kafka.max_message_bytes
         try:
             while not stop.is_set():
+                self._apply_backpressure(source)
                 fetched = await source.fetch(_FETCH_TIMEOUT_MS)
+                if fetched:
+                    self._failpoints.hit("after_fetch")
                 for handled, (record, epoch) in enumerate(fetched, start=1):
                     if not source.owns((record.topic, record.partition), epoch):
                         continue  # revoked (or re-assigned) since this fetch returned
@@ -178,12 +218,72 @@ class Worker:
             await self._decided_batcher.put(work)
             return
         work.outcome = self._engine.evaluate(work.message)
+        self._failpoints.hit("after_rules")
         for hit in work.outcome.hits:
             self.metrics.rule_hits_total.labels(hit.category).inc()
         if work.outcome.is_decisive:
             await self._decided_batcher.put(work)
         else:
             await self._model_batcher.put(work)
+
+    def _apply_backpressure(self, source: KafkaSource) -> None:
+        in_flight = self._tracker.in_flight()
+        self.metrics.in_flight_records.set(in_flight)
+        action = self._backpressure.update(in_flight)
+        if action is FlowAction.PAUSE:
+            source.pause()
+            self.metrics.consumer_paused.set(1)
+            _log.warning("consumer_paused", in_flight=in_flight)
+        elif action is FlowAction.RESUME:
+            source.resume()
+            self.metrics.consumer_paused.set(0)
+            _log.info("consumer_resumed", in_flight=in_flight)
+
+    def _install_rules(self, engine: RuleEngine) -> None:
+        # Records already evaluated keep their outcome; every later record uses the new rules.
+        self._engine = engine
+        self.metrics.rules_reloads_total.labels("installed").inc()
+
+    async def _relay(self, outbox: VerdictOutbox, source: KafkaSource, done: asyncio.Event) -> None:
+        topic = self._settings.kafka.input_topic
+        before = outbox.relayed
+        task = asyncio.ensure_future(
+            outbox.run(
+                done,
+                self._settings.reliability.outbox_interval_s,
+                topic,
+                lambda: source.partitions_of(topic),
+            )
+        )
+        while not task.done():
+            await asyncio.wait({task}, timeout=1.0)
+            self.metrics.outbox_relayed_total.inc(outbox.relayed - before)
+            before = outbox.relayed
+        task.result()
+
+    async def _rescore(
+        self,
+        rescorer: Rescorer,
+        inference: TritonModerationClient,
+        source: KafkaSource,
+        done: asyncio.Event,
+    ) -> None:
+        topic = self._settings.kafka.input_topic
+        before = rescorer.rescored
+        task = asyncio.ensure_future(
+            rescorer.run(
+                done,
+                self._settings.reliability.rescore_interval_s,
+                inference.probe,
+                topic,
+                lambda: source.partitions_of(topic),
+            )
+        )
+        while not task.done():
+            await asyncio.wait({task}, timeout=1.0)
+            self.metrics.rescored_total.inc(rescorer.rescored - before)
+            before = rescorer.rescored
+        task.result()
 
     async def _dispatch(
         self,
@@ -233,6 +333,8 @@ class Worker:
 
     async def _watch_breaker(self, inference: TritonModerationClient, done: asyncio.Event) -> None:
         while not done.is_set():
+            if inference.breaker.state is BreakerState.HALF_OPEN:
+                await inference.probe()  # the model-ready endpoint decides: close or re-open
             self.metrics.breaker_open.set(int(inference.breaker.state is not BreakerState.CLOSED))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 1.0)

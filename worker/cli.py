@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.retention",
     "worker.stack.command",
     "worker.models_command",
+    "worker.rescore",
 )
 
 

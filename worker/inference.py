@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores, ScoreRowError
-from worker.breaker import CircuitBreaker
+from worker.breaker import BreakerState, CircuitBreaker
 from worker.logs import get_logger
 from worker.retry import RetryBudget, backoff_s
 from worker.settings import TritonSettings
@@ -30,6 +30,9 @@ __all__ = [
 ]
 
 _RETRIABLE_STATUSES = frozenset({"StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED"})
+_RECONNECT_BACKOFF_MS = (500, 2_000)
+"""gRPC's reconnect backoff (initial, max): the default max of 120 s would keep the worker on
+rules-only verdicts for minutes after Triton is back."""
 _log = get_logger(__name__)
 
 
@@ -82,9 +85,19 @@ class TritonModerationClient:
     async def start(self, *, wait_ready: bool = True) -> None:
         """Open the channel and (by default) wait until the server and the model are ready."""
         if self._client is None:
-            from tritonclient.grpc import aio as grpc_aio  # heavy import, kept off the CLI path
+            from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE  # heavy, kept off the CLI path
+            from tritonclient.grpc import aio as grpc_aio
 
-            self._client = grpc_aio.InferenceServerClient(url=self._settings.grpc_url)
+            self._client = grpc_aio.InferenceServerClient(
+                url=self._settings.grpc_url,
+                channel_args=[
+                    ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+                    ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+                    ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+                    ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+                    ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
+                ],
+            )
         if wait_ready:
             await self.wait_ready(self._settings.ready_timeout_s)
 
@@ -112,6 +125,21 @@ class TritonModerationClient:
         except Exception:  # any transport failure means "not ready"
             return False
         return bool(server and model)
+
+    async def probe(self) -> bool:
+        """Half-open probe on the model-ready endpoint: ready closes the circuit, not ready
+        opens it again. Returns whether calls may go out now (no call is made while closed)."""
+        state = self._breaker.state
+        if state is BreakerState.CLOSED:
+            return True
+        if state is BreakerState.OPEN or not self._breaker.allow():
+            return False
+        if await self.is_ready():
+            self._breaker.record_success()
+            _log.info("breaker_closed", url=self._settings.grpc_url)
+            return True
+        self._breaker.record_failure()
+        return False
 
     async def wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

@@ -87,6 +87,27 @@ class Metrics:
             "How late the event loop ran a 0.5 s timer.",
             registry=r,
         )
+        self.consumer_paused = Gauge(
+            "modstream_consumer_paused",
+            "1 while fetching is paused because too many records are in flight.",
+            registry=r,
+        )
+        self.rescored_total = Counter(
+            "modstream_rescored_total",
+            "pending_model verdicts re-scored with the model and updated in place.",
+            registry=r,
+        )
+        self.outbox_relayed_total = Counter(
+            "modstream_outbox_relayed_total",
+            "Verdicts published again by the outbox relay.",
+            registry=r,
+        )
+        self.rules_reloads_total = Counter(
+            "modstream_rules_reloads_total",
+            "Rule file reloads, by result (installed or rejected).",
+            ["result"],
+            registry=r,
+        )
         self.publish_failures_total = Counter(
             "modstream_publish_failures_total",
             "Verdict publications that failed (retried).",

@@ -22,16 +22,24 @@ from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
-from pipelines.verdict import Verdict
+from pipelines.verdict import DecidedBy, Verdict
 from pipelines.verdict_record import encode_verdict_record
 from worker.batcher import Batch
+from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
 from worker.logs import get_logger
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.publisher import PublishError
 from worker.retry import backoff_s
-from worker.sink import DeadLetter, Escalation, SinkBatch, SinkError, SinkUnavailable
+from worker.sink import (
+    DeadLetter,
+    Escalation,
+    PendingText,
+    SinkBatch,
+    SinkError,
+    SinkUnavailable,
+)
 
 __all__ = ["BatchProcessor", "Work"]
 
@@ -105,6 +113,7 @@ class BatchProcessor:
         verdict_topic: str,
         metrics: Metrics,
         give_up: asyncio.Event,
+        failpoints: Failpoints | None = None,
     ) -> None:
         self._inference = inference
         self._sink = sink
@@ -115,6 +124,7 @@ class BatchProcessor:
         self._verdict_topic = verdict_topic
         self._metrics = metrics
         self._give_up = give_up
+        self._failpoints = failpoints or Failpoints(None)
         self.sink_healthy = True
         self._write_lock = asyncio.Lock()
 
@@ -128,7 +138,7 @@ class BatchProcessor:
         model_version: str | None = None
         inference_ms: float | None = None
         try:
-            result = await self._inference.infer([_message(w).text for w in works])
+            result = await self._infer([_message(w).text for w in works])
         except InferenceError as exc:
             self._metrics.inference_failures_total.labels(type(exc).__name__).inc()
             _log.warning("inference_failed", error=str(exc), items=len(works))
@@ -145,6 +155,14 @@ class BatchProcessor:
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
         await self._finish(works, verdicts, [])
+
+    async def _infer(self, texts: list[str]) -> InferenceResult:
+        if self._failpoints.armed != "during_inference":
+            return await self._inference.infer(texts)
+        call = asyncio.ensure_future(self._inference.infer(texts))
+        await asyncio.sleep(0.01)  # the request is on the wire (or already answered)
+        self._failpoints.hit("during_inference")
+        return await call
 
     async def process_decided_batch(self, batch: Batch[Work]) -> None:
         works = batch.items
@@ -201,6 +219,11 @@ class BatchProcessor:
     ) -> None:
         texts = {w.position: w.message.text for w in works if w.message is not None}
         escalations = [Escalation(v, texts[v.position]) for v in verdicts if v.result.escalate]
+        pending = [
+            PendingText(v.position, v.sent_at, texts[v.position])
+            for v in verdicts
+            if v.result.decided_by is DecidedBy.PENDING_MODEL
+        ]
         by_partition: dict[PartitionKey, list[int]] = {}
         for w in works:
             by_partition.setdefault(w.partition_key, []).append(w.position.offset)
@@ -214,13 +237,16 @@ class BatchProcessor:
                 if (point := self._tracker.point_with(key, offs)) is not None
             }
             try:
-                stored = await self._write(SinkBatch(verdicts, escalations, letters, offsets))
+                stored = await self._write(
+                    SinkBatch(verdicts, escalations, letters, offsets, pending)
+                )
             except _Abandoned:
                 _log.warning("batch_abandoned", items=len(works))
                 return
             for key, offs in by_partition.items():
                 self._tracker.mark_durable(key, offs)
         self._metrics.in_flight_records.set(self._tracker.in_flight())
+        self._failpoints.hit("after_pg_commit")
         await self._committer.commit(
             {key: self._tracker.durable_point(key) for key in by_partition}
         )
@@ -272,8 +298,13 @@ class BatchProcessor:
         kept: list[Verdict] = []
         letters = list(batch.dead_letters)
         escalations = {e.verdict.position: e for e in batch.escalations}
+        pending = {p.position: p for p in batch.pending_texts}
         for verdict in batch.verdicts:
-            single = SinkBatch([verdict], [e for e in [escalations.get(verdict.position)] if e])
+            single = SinkBatch(
+                [verdict],
+                [e for e in [escalations.get(verdict.position)] if e],
+                pending_texts=[p for p in [pending.get(verdict.position)] if p],
+            )
             try:
                 await self._sink.write(single)
             except SinkUnavailable:
@@ -315,6 +346,7 @@ class BatchProcessor:
         ]
         try:
             await self._publisher.publish(self._verdict_topic, records)
+            self._failpoints.hit("during_publish")
             await self._sink.mark_published([(v.position, v.sent_at) for v in verdicts])
         except (PublishError, SinkError) as exc:
             # The rows stay ``published = false``; the outbox relay sends them later.

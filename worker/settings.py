@@ -18,6 +18,7 @@ __all__ = [
     "KafkaSettings",
     "PolicySettings",
     "PostgresSettings",
+    "ReliabilitySettings",
     "ReviewSettings",
     "RulesSettings",
     "Settings",
@@ -86,6 +87,11 @@ class BatchSettings(_Section):
     """Batches being inferred or written at once; bounds memory and overlaps the stages."""
     drain_timeout_s: float = 30.0
     """How long SIGTERM waits for in-flight batches before giving up (offsets stay safe)."""
+    max_records_in_flight: int = Field(default=5_000, ge=1)
+    """Records fetched and not yet durable; at this many the partitions are paused (polling
+    goes on, so the consumer stays in its group)."""
+    resume_ratio: float = Field(default=0.5, gt=0, lt=1)
+    """Paused partitions resume once in-flight records fall below this share of the limit."""
 
 
 class PolicySettings(_Section):
@@ -106,6 +112,21 @@ class PolicySettings(_Section):
 class RulesSettings(_Section):
     path: Path | None = None
     """A TOML rule file; ``None`` uses the shipped default set (English and Chinese)."""
+    reload_interval_s: float = Field(default=2.0, ge=0)
+    """How often the worker checks the rule file's mtime and reloads it (0 = never)."""
+
+
+class ReliabilitySettings(_Section):
+    """The outbox relay and the re-scoring of verdicts decided without the model."""
+
+    outbox_interval_s: float = Field(default=5.0, gt=0)
+    """How often unpublished verdict rows are looked for and published again."""
+    outbox_min_age_s: float = Field(default=5.0, ge=0)
+    """Only rows unpublished for this long are re-sent (younger ones are still in flight)."""
+    outbox_batch_items: int = Field(default=500, ge=1)
+    rescore_interval_s: float = Field(default=5.0, gt=0)
+    """How often the worker looks for ``pending_model`` verdicts while the model is ready."""
+    rescore_batch_items: int = Field(default=100, ge=1)
 
 
 class HttpSettings(_Section):
@@ -163,9 +184,13 @@ class Settings(BaseSettings):
     batch: BatchSettings = BatchSettings()
     policy: PolicySettings = PolicySettings()
     rules: RulesSettings = RulesSettings()
+    reliability: ReliabilitySettings = ReliabilitySettings()
     http: HttpSettings = HttpSettings()
     review: ReviewSettings = ReviewSettings()
     stack: StackSettings = StackSettings()
     log_level: str = "info"
     log_message_text: bool = False
     """Never on by default: message text stays out of logs."""
+    failpoint: str | None = None
+    """Testing only (``MODSTREAM_FAILPOINT=after_pg_commit`` or ``name@N`` for the N-th pass):
+    the worker SIGKILLs itself there; see ``worker.failpoints``."""

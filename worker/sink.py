@@ -24,6 +24,8 @@ from worker.settings import PostgresSettings
 __all__ = [
     "DeadLetter",
     "Escalation",
+    "PendingRow",
+    "PendingText",
     "PostgresSink",
     "SinkBatch",
     "SinkError",
@@ -57,6 +59,30 @@ class Escalation:
     message_text: str
 
 
+@dataclass(frozen=True, slots=True)
+class PendingText:
+    """The text of a verdict decided without the model, kept until it is re-scored."""
+
+    position: SourcePosition
+    sent_at: datetime
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class PendingRow:
+    """A ``pending_model`` verdict with everything re-scoring needs (read back from Postgres)."""
+
+    position: SourcePosition
+    sent_at: datetime
+    message_id: str
+    group_id: str
+    sender_id: str
+    text_sha256: str
+    rule_hits: list[dict[str, Any]]
+    queue_ms: float
+    text: str
+
+
 @dataclass(slots=True)
 class SinkBatch:
     verdicts: list[Verdict] = field(default_factory=list)
@@ -64,6 +90,8 @@ class SinkBatch:
     dead_letters: list[DeadLetter] = field(default_factory=list)
     offsets: dict[PartitionKey, int] = field(default_factory=dict)
     """Next offset to read per partition, stored in the same transaction."""
+    pending_texts: list[PendingText] = field(default_factory=list)
+    """Texts of the batch's ``pending_model`` verdicts, so they can be re-scored later."""
 
 
 _INSERT_VERDICTS = """
@@ -113,6 +141,75 @@ UPDATE verdicts v SET published = true
 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[]) AS x(t, p, o, s)
 WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
   AND v.sent_at = x.s AND NOT v.published
+"""
+
+
+_INSERT_PENDING_TEXTS = """
+INSERT INTO pending_texts (source_topic, source_partition, source_offset, sent_at, message_text)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[])
+ON CONFLICT DO NOTHING
+"""
+
+_SELECT_PENDING = """
+SELECT v.source_topic, v.source_partition, v.source_offset, v.sent_at, v.message_id, v.group_id,
+       v.sender_id, v.text_sha256, v.rule_hits::text AS rule_hits, v.queue_ms, t.message_text
+FROM pending_texts t
+JOIN verdicts v ON v.source_topic = t.source_topic AND v.source_partition = t.source_partition
+               AND v.source_offset = t.source_offset AND v.sent_at = t.sent_at
+WHERE v.decided_by = 'pending_model'
+  AND ($1::text IS NULL OR t.source_topic = $1)
+  AND ($2::int[] IS NULL OR t.source_partition = ANY($2))
+ORDER BY t.created_at
+LIMIT $3
+"""
+
+_ORPHAN_PENDING = """
+DELETE FROM pending_texts t
+WHERE t.created_at < now() - interval '1 minute'
+  AND NOT EXISTS (
+    SELECT 1 FROM verdicts v
+    WHERE v.source_topic = t.source_topic AND v.source_partition = t.source_partition
+      AND v.source_offset = t.source_offset AND v.sent_at = t.sent_at
+      AND v.decided_by = 'pending_model')
+"""
+
+# Same 24 arrays as _INSERT_VERDICTS; only the model-dependent columns change, and only while
+# the row is still pending (a second re-scorer racing on the same row updates nothing).
+_APPLY_RESCORE = """
+UPDATE verdicts v
+SET decision = x.d, decided_by = x.db, escalated = x.e, category = x.c, priority = x.pr,
+    reasons = ARRAY(SELECT jsonb_array_elements_text(x.rs::jsonb)), scores = x.sc::jsonb,
+    sentiment_label = x.sl, intent_label = x.il, toxicity_label = x.tl, model_name = x.mn,
+    model_version = x.mv, batch_id = x.b, inference_ms = x.i, published = false,
+    updated_at = now()
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
+            $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
+            $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[])
+     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i)
+WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
+  AND v.sent_at = x.s AND v.decided_by = 'pending_model'
+RETURNING v.source_topic, v.source_partition, v.source_offset
+"""
+
+_DELETE_PENDING_TEXTS = """
+DELETE FROM pending_texts t
+USING unnest($1::text[], $2::int[], $3::bigint[]) AS x(tp, p, o)
+WHERE t.source_topic = x.tp AND t.source_partition = x.p AND t.source_offset = x.o
+"""
+
+_SELECT_UNPUBLISHED = """
+SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+       decision, decided_by, escalated, category, priority, reasons, rule_hits::text AS rule_hits,
+       scores::text AS scores, sentiment_label, intent_label, toxicity_label, model_name,
+       model_version, batch_id, created_at, updated_at
+FROM verdicts
+WHERE NOT published
+  AND updated_at < now() - make_interval(secs => $1)
+  AND ($2::text IS NULL OR source_topic = $2)
+  AND ($3::int[] IS NULL OR source_partition = ANY($3))
+ORDER BY created_at
+LIMIT $4
 """
 
 
@@ -248,6 +345,16 @@ class PostgresSink:
                         [x.reason for x in d],
                         [x.value_bytes for x in d],
                     )
+                if batch.pending_texts:
+                    pt = batch.pending_texts
+                    await conn.execute(
+                        _INSERT_PENDING_TEXTS,
+                        [x.position.topic for x in pt],
+                        [x.position.partition for x in pt],
+                        [x.position.offset for x in pt],
+                        [x.sent_at for x in pt],
+                        [x.text for x in pt],
+                    )
                 if batch.offsets:
                     keys = sorted(batch.offsets)  # fixed lock order between concurrent batches
                     await conn.execute(
@@ -291,6 +398,96 @@ class PostgresSink:
             )
         except _UNAVAILABLE_ERRORS as exc:
             raise SinkUnavailable(f"mark published failed: {type(exc).__name__}") from exc
+
+    async def pending_model_rows(
+        self, limit: int, topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> list[PendingRow]:
+        """Verdicts still waiting for the model, oldest first, with their stored text."""
+        pool = self._require_pool()
+        try:
+            rows = await pool.fetch(
+                _SELECT_PENDING, topic, list(partitions) if partitions is not None else None, limit
+            )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"pending read failed: {type(exc).__name__}") from exc
+        return [
+            PendingRow(
+                position=SourcePosition(
+                    r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
+                ),
+                sent_at=r["sent_at"],
+                message_id=r["message_id"],
+                group_id=r["group_id"],
+                sender_id=r["sender_id"],
+                text_sha256=r["text_sha256"],
+                rule_hits=orjson.loads(r["rule_hits"]),
+                queue_ms=float(r["queue_ms"]),
+                text=r["message_text"],
+            )
+            for r in rows
+        ]
+
+    async def apply_rescore(
+        self,
+        verdicts: Sequence[Verdict],
+        escalations: Sequence[Escalation],
+        done: Sequence[SourcePosition],
+    ) -> set[SourcePosition]:
+        """Update re-scored verdicts in place (only rows still pending), add their escalations
+        and forget the texts of ``done``, in one transaction; returns the rows updated."""
+        pool = self._require_pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                updated: set[SourcePosition] = set()
+                if verdicts:
+                    rows = await conn.fetch(_APPLY_RESCORE, *_verdict_columns(verdicts))
+                    updated = {SourcePosition(r[0], int(r[1]), int(r[2])) for r in rows}
+                fresh = [e for e in escalations if e.verdict.position in updated]
+                if fresh:
+                    await conn.execute(_INSERT_REVIEW_ITEMS, *_review_columns(fresh))
+                if done:
+                    await conn.execute(
+                        _DELETE_PENDING_TEXTS,
+                        [p.topic for p in done],
+                        [p.partition for p in done],
+                        [p.offset for p in done],
+                    )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"rescore write failed: {type(exc).__name__}") from exc
+        except asyncpg.PostgresError as exc:
+            raise SinkError(f"rescore write rejected: {exc.sqlstate}") from exc
+        return updated
+
+    async def drop_orphan_texts(self) -> int:
+        """Forget texts whose verdict is no longer pending (a replay during an outage can store
+        a text for a row the model already decided); returns how many were dropped."""
+        pool = self._require_pool()
+        try:
+            status = await pool.execute(_ORPHAN_PENDING)
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"orphan cleanup failed: {type(exc).__name__}") from exc
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def unpublished(
+        self,
+        min_age_s: float,
+        limit: int,
+        topic: str | None = None,
+        partitions: Sequence[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Verdict rows not marked published for at least ``min_age_s``, oldest first."""
+        pool = self._require_pool()
+        try:
+            rows = await pool.fetch(
+                _SELECT_UNPUBLISHED,
+                float(min_age_s),
+                topic,
+                list(partitions) if partitions is not None else None,
+                limit,
+            )
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"unpublished read failed: {type(exc).__name__}") from exc
+        return [dict(r) for r in rows]
 
     async def ensure_partitions(self, months_ahead: int = 3) -> None:
         pool = self._require_pool()

@@ -58,10 +58,34 @@ class KafkaSource:
         self._assigned: set[PartitionKey] = set()
         self._epochs: dict[PartitionKey, int] = {}
         self._next_epoch = 0
+        self._paused = False
 
     @property
     def assigned(self) -> frozenset[PartitionKey]:
         return frozenset(self._assigned)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    def partitions_of(self, topic: str) -> list[int]:
+        """Assigned partition numbers of ``topic`` (for per-partition background work)."""
+        return sorted(p for t, p in self._assigned if t == topic)
+
+    def pause(self) -> None:
+        """Stop fetching every assigned partition (and those assigned later) until ``resume``.
+
+        Keep calling :meth:`fetch`: it returns nothing for paused partitions but keeps the
+        consumer polling, so it stays in the group.
+        """
+        self._paused = True
+        if self._consumer is not None:
+            self._consumer.pause(*self._consumer.assignment())
+
+    def resume(self) -> None:
+        self._paused = False
+        if self._consumer is not None:
+            self._consumer.resume(*self._consumer.assignment())
 
     def owns(self, key: PartitionKey, epoch: int) -> bool:
         """True while the partition is still assigned in the assignment ``epoch`` of a fetch.
@@ -180,6 +204,8 @@ class KafkaSource:
                             self._consumer.seek(tp, stored[partition])
                         else:
                             await self._consumer.seek_to_beginning(tp)
+                    if self._consumer is not None and self._paused:
+                        self._consumer.pause(tp)
                     self._assigned.add(key)
                     self._next_epoch += 1
                     self._epochs[key] = self._next_epoch

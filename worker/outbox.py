@@ -1,0 +1,170 @@
+"""The verdict outbox relay: rows stored but never marked published are published again.
+
+A verdict row is the outbox entry (``verdicts.published``): the batch transaction stores it,
+then the worker publishes it and marks it. When Kafka refused the publish, or the worker died in
+between, the row stays ``published = false``; this relay finds rows unpublished for a while (at
+start and every ``outbox_interval_s``) and sends them again. Delivery to ``moderation.verdicts``
+is therefore at least once: consumers dedupe on ``(source_topic, source_partition,
+source_offset)`` and keep the record with the latest ``updated_at`` (a re-scored verdict
+supersedes its ``pending_model`` version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+import orjson
+
+from pipelines.messages import SourcePosition
+from pipelines.verdict_record import SCHEMA_VERSION
+from worker.logs import get_logger
+from worker.publisher import PublishError
+from worker.sink import SinkError
+
+__all__ = ["VerdictOutbox", "record_from_row"]
+
+_log = get_logger(__name__)
+
+
+class _Store(Protocol):
+    async def unpublished(
+        self,
+        min_age_s: float,
+        limit: int,
+        topic: str | None = None,
+        partitions: Sequence[int] | None = None,
+    ) -> list[dict[str, Any]]: ...
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+
+
+class _Publisher(Protocol):
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
+
+
+def _iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _json(value: object) -> Any:
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
+    """The ``moderation.verdicts`` record of a stored row (same fields as ``verdict_record``;
+    ``created_at`` is when the verdict was last decided, i.e. the row's ``updated_at``)."""
+    scores = _json(row["scores"])
+    labels = (
+        {
+            "sentiment": row["sentiment_label"],
+            "intent": row["intent_label"],
+            "toxicity": row["toxicity_label"],
+        }
+        if scores is not None
+        else None
+    )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "message_id": row["message_id"],
+        "group_id": row["group_id"],
+        "sender_id": row["sender_id"],
+        "source_topic": row["source_topic"],
+        "source_partition": int(row["source_partition"]),
+        "source_offset": int(row["source_offset"]),
+        "decision": row["decision"],
+        "decided_by": row["decided_by"],
+        "escalate": bool(row["escalated"]),
+        "category": row["category"],
+        "priority": float(row["priority"]),
+        "reasons": list(row["reasons"] or []),
+        "rule_hits": _json(row["rule_hits"]) or [],
+        "scores": scores,
+        "labels": labels,
+        "model_name": row["model_name"],
+        "model_version": row["model_version"],
+        "batch_id": str(row["batch_id"]) if row["batch_id"] is not None else None,
+        "sent_at": _iso(row["sent_at"]),
+        "created_at": _iso(row["updated_at"]),
+    }
+
+
+class VerdictOutbox:
+    def __init__(
+        self,
+        store: _Store,
+        publisher: _Publisher,
+        verdict_topic: str,
+        *,
+        min_age_s: float,
+        batch_items: int,
+    ) -> None:
+        self._store = store
+        self._publisher = publisher
+        self._topic = verdict_topic
+        self._min_age_s = min_age_s
+        self._batch_items = batch_items
+        self.relayed = 0
+
+    async def relay_once(
+        self, source_topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> int:
+        """Publish one page of old unpublished rows and mark them; returns how many."""
+        rows = await self._store.unpublished(
+            self._min_age_s, self._batch_items, source_topic, partitions
+        )
+        if not rows:
+            return 0
+        records = [
+            (str(r["group_id"]).encode("utf-8"), orjson.dumps(record_from_row(r))) for r in rows
+        ]
+        await self._publisher.publish(self._topic, records)
+        await self._store.mark_published(
+            [
+                (
+                    SourcePosition(
+                        r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
+                    ),
+                    r["sent_at"],
+                )
+                for r in rows
+            ]
+        )
+        self.relayed += len(rows)
+        _log.info("verdicts_relayed", items=len(rows))
+        return len(rows)
+
+    async def relay_all(
+        self, source_topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> int:
+        """Relay page after page until nothing old is left unpublished."""
+        total = 0
+        while True:
+            n = await self.relay_once(source_topic, partitions)
+            total += n
+            if n < self._batch_items:
+                return total
+
+    async def run(
+        self,
+        done: asyncio.Event,
+        interval_s: float,
+        source_topic: str,
+        partitions: Callable[[], Sequence[int]],
+    ) -> None:
+        """Relay at start and every ``interval_s`` until ``done``; outages are logged, not fatal."""
+        while not done.is_set():
+            owned = list(partitions())
+            if owned:
+                try:
+                    await self.relay_all(source_topic, owned)
+                except (SinkError, PublishError) as exc:
+                    _log.warning("outbox_relay_deferred", error=str(exc))
+            # Until partitions are assigned, look again soon: the first relay runs at start.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), interval_s if owned else 0.5)

@@ -1,0 +1,228 @@
+"""Re-scoring: verdicts decided by rules alone while the model was down get a model verdict.
+
+A ``pending_model`` verdict's text waits in ``pending_texts`` (written in its verdict
+transaction). Re-scoring reads a page of them, asks the model, runs the same policy over the
+stored rule hits and the new scores, and in ONE transaction updates the verdict rows in place
+(``decided_by`` becomes ``model``), adds any new escalation and deletes the texts. The updated
+rows are then published again (the outbox relay retries what fails). The worker does this by
+itself whenever the model is ready; ``modstream rescore`` does it on demand for every topic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from pipelines.messages import SourcePosition
+from pipelines.policy import PolicyThresholds, decide
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.verdict import Verdict
+from pipelines.verdict_record import encode_verdict_record
+from worker.inference import InferenceError, InferenceResult
+from worker.logs import configure_logging, get_logger
+from worker.publisher import PublishError
+from worker.settings import Settings
+from worker.sink import Escalation, PendingRow, SinkError
+
+__all__ = ["Rescorer", "hits_from_json", "register"]
+
+_log = get_logger(__name__)
+
+
+class _Inference(Protocol):
+    async def infer(self, texts: Sequence[str]) -> InferenceResult: ...
+
+
+class _Store(Protocol):
+    async def pending_model_rows(
+        self, limit: int, topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> list[PendingRow]: ...
+
+    async def apply_rescore(
+        self,
+        verdicts: Sequence[Verdict],
+        escalations: Sequence[Escalation],
+        done: Sequence[SourcePosition],
+    ) -> set[SourcePosition]: ...
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+
+    async def drop_orphan_texts(self) -> int: ...
+
+
+class _Publisher(Protocol):
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
+
+
+def hits_from_json(items: Sequence[dict[str, Any]]) -> tuple[RuleHit, ...]:
+    """Rule hits as stored in ``verdicts.rule_hits`` (``RuleHit.as_dict``), back as objects."""
+    return tuple(
+        RuleHit(
+            rule_id=str(item["rule_id"]),
+            category=str(item["category"]),
+            severity=Severity[str(item["severity"]).upper()],
+            action=RuleAction(str(item["action"])),
+        )
+        for item in items
+    )
+
+
+class Rescorer:
+    def __init__(
+        self,
+        *,
+        inference: _Inference,
+        store: _Store,
+        publisher: _Publisher,
+        thresholds: PolicyThresholds,
+        verdict_topic: str,
+        batch_items: int,
+    ) -> None:
+        self._inference = inference
+        self._store = store
+        self._publisher = publisher
+        self._thresholds = thresholds
+        self._verdict_topic = verdict_topic
+        self._batch_items = batch_items
+        self.rescored = 0
+
+    async def rescore_once(
+        self, topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> int:
+        """Re-score one page; returns how many pending rows were read (0: none left).
+
+        Raises ``InferenceError`` / ``SinkError`` when the model or Postgres is unavailable;
+        nothing is changed then.
+        """
+        rows = await self._store.pending_model_rows(self._batch_items, topic, partitions)
+        if not rows:
+            return 0
+        result = await self._inference.infer([r.text for r in rows])
+        batch_id = str(uuid.uuid4())
+        verdicts: list[Verdict] = []
+        escalations: list[Escalation] = []
+        for row, scores in zip(rows, result.scores, strict=True):
+            hits = hits_from_json(row.rule_hits)
+            decided = decide(RuleOutcome(hits), scores, self._thresholds)
+            verdict = Verdict(
+                position=row.position,
+                message_id=row.message_id,
+                group_id=row.group_id,
+                sender_id=row.sender_id,
+                sent_at=row.sent_at,
+                text_sha256=row.text_sha256,
+                rule_hits=hits,
+                scores=scores,
+                result=decided,
+                model_name=result.model_name,
+                model_version=result.model_version,
+                batch_id=batch_id,
+                queue_ms=row.queue_ms,
+                inference_ms=result.latency_ms,
+            )
+            verdicts.append(verdict)
+            if decided.escalate:
+                escalations.append(Escalation(verdict, row.text))
+        updated = await self._store.apply_rescore(verdicts, escalations, [r.position for r in rows])
+        changed = [v for v in verdicts if v.position in updated]
+        self.rescored += len(changed)
+        _log.info("verdicts_rescored", items=len(changed), read=len(rows))
+        await self._publish(changed)
+        return len(rows)
+
+    async def rescore_all(
+        self, topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> int:
+        """Re-score until nothing is pending; returns the rows updated."""
+        before = self.rescored
+        while True:
+            read = await self.rescore_once(topic, partitions)
+            if read < self._batch_items:
+                break
+        await self._store.drop_orphan_texts()
+        return self.rescored - before
+
+    async def _publish(self, verdicts: list[Verdict]) -> None:
+        if not verdicts:
+            return
+        now = datetime.now(UTC)
+        records = [
+            (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=now)) for v in verdicts
+        ]
+        try:
+            await self._publisher.publish(self._verdict_topic, records)
+            await self._store.mark_published([(v.position, v.sent_at) for v in verdicts])
+        except (PublishError, SinkError) as exc:
+            _log.warning("rescored_publish_deferred", error=str(exc), items=len(verdicts))
+
+    async def run(
+        self,
+        done: asyncio.Event,
+        interval_s: float,
+        model_ready: Callable[[], Any],
+        topic: str,
+        partitions: Callable[[], Sequence[int]],
+    ) -> None:
+        """While the worker runs: whenever ``model_ready()`` says so, re-score what is pending."""
+        while not done.is_set():
+            owned = list(partitions())
+            if owned and await model_ready():
+                try:
+                    await self.rescore_all(topic, owned)
+                except (InferenceError, SinkError) as exc:
+                    _log.warning("rescore_deferred", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), interval_s)
+
+
+async def _rescore_command(settings: Settings, wait_s: float) -> int:
+    from worker.inference import TritonModerationClient
+    from worker.publisher import KafkaPublisher
+    from worker.sink import PostgresSink
+
+    async with (
+        PostgresSink(settings.postgres, settings.kafka.group_id) as sink,
+        KafkaPublisher(settings.kafka) as publisher,
+    ):
+        inference = TritonModerationClient(settings.triton)
+        await inference.start(wait_ready=False)
+        started = time.monotonic()
+        try:
+            await inference.wait_ready(wait_s)
+            rescorer = Rescorer(
+                inference=inference,
+                store=sink,
+                publisher=publisher,
+                thresholds=PolicyThresholds(**settings.policy.model_dump()),
+                verdict_topic=settings.kafka.verdict_topic,
+                batch_items=settings.reliability.rescore_batch_items,
+            )
+            count = await rescorer.rescore_all()
+        finally:
+            await inference.stop()
+    print(f"rescored={count} seconds={time.monotonic() - started:.1f}")
+    return 0
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    configure_logging(settings.log_level)
+    return asyncio.run(_rescore_command(settings, float(args.wait_ready_s)))
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "rescore", help="re-score pending_model verdicts with the model, update them in place"
+    )
+    parser.add_argument(
+        "--wait-ready-s",
+        type=float,
+        default=60.0,
+        help="how long to wait for the model to be ready (default 60)",
+    )
+    parser.set_defaults(handler=_run)
