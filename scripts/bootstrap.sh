@@ -50,9 +50,9 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$wanted" ]; then
-    say "installing the project into $VENV (pip install -e '.[dev,stack]')"
+    say "installing the project into $VENV (pip install -e '.[dev,stack,models]')"
     log="$(mktemp)"
-    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev,stack]' \
+    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev,stack,models]' \
             >"$log" 2>&1; then
         cat "$log"; rm -f "$log"; say "pip install failed"; exit 1
     fi
