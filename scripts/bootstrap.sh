@@ -48,11 +48,12 @@ if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV with $PYTHON"
     "$PYTHON" -m venv "$VENV"
 fi
-wanted="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+EXTRAS="dev,stack,models"
+wanted="$({ cat pyproject.toml; echo "$EXTRAS"; } | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$wanted" ]; then
-    say "installing the project into $VENV (pip install -e '.[dev,stack,models]')"
+    say "installing the project into $VENV (pip install -e '.[$EXTRAS]')"
     log="$(mktemp)"
-    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e '.[dev,stack,models]' \
+    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" \
             >"$log" 2>&1; then
         cat "$log"; rm -f "$log"; say "pip install failed"; exit 1
     fi
