@@ -37,8 +37,17 @@ __all__ = [
 _POLL_INTERVAL_S = 0.2
 _CHILD_GRACE_S = 10.0
 _KILL_WAIT_S = 10.0
+_EXEC_SETTLE_S = 5.0
+"""How long an empty ``/proc/<pid>/cmdline`` of a live user process is re-read: it is empty
+while the process is inside ``execve`` (new memory, argument pages not yet set up), a window
+that a loaded machine stretches to many milliseconds right after ``Popen`` returns."""
+_EXEC_SETTLE_POLL_S = 0.01
+_PF_KTHREAD = 0x00200000
+"""``/proc/<pid>/stat`` flag of kernel threads, whose command line is always empty."""
 _children: dict[int, subprocess.Popen[bytes]] = {}
 """Processes spawned by this interpreter, kept so they can be reaped (no zombies in tests)."""
+_spawned_argv: dict[int, tuple[str, ...]] = {}
+"""The argument vector each running child of ``_children`` was started with."""
 _exit_codes: dict[int, int] = {}
 """Return codes of reaped children, for error messages."""
 
@@ -86,6 +95,7 @@ def _reap(pid: int) -> None:
     child = _children.get(pid)
     if child is not None and child.poll() is not None:
         del _children[pid]
+        _spawned_argv.pop(pid, None)
         _exit_codes[pid] = child.returncode
 
 
@@ -134,8 +144,7 @@ def is_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def cmdline(pid: int) -> tuple[str, ...]:
-    """The argument vector of ``pid`` from ``/proc``, empty when it cannot be read."""
+def _read_cmdline(pid: int) -> tuple[str, ...]:
     try:
         raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
@@ -143,10 +152,43 @@ def cmdline(pid: int) -> tuple[str, ...]:
     return tuple(part.decode("utf-8", errors="replace") for part in raw.split(b"\0") if part)
 
 
+def _is_user_process(pid: int) -> bool:
+    """Alive, not a zombie and not a kernel thread: a process that has (or gets) an argv."""
+    if not is_alive(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    fields = stat.rsplit(")", 1)[-1].split()
+    return len(fields) > 6 and fields[6].isdigit() and not int(fields[6]) & _PF_KTHREAD
+
+
+def cmdline(pid: int) -> tuple[str, ...]:
+    """The argument vector of ``pid`` from ``/proc``, empty when it cannot be read.
+
+    A live user process in the middle of ``execve`` shows an empty command line for a moment;
+    that is read again (up to ``_EXEC_SETTLE_S``) instead of being taken as the answer.
+    """
+    args = _read_cmdline(pid)
+    deadline = time.monotonic() + _EXEC_SETTLE_S
+    while not args and time.monotonic() < deadline and _is_user_process(pid):
+        time.sleep(_EXEC_SETTLE_POLL_S)
+        args = _read_cmdline(pid)
+    return args
+
+
 def owns(pid: int | None, marker: str) -> bool:
-    """Whether ``pid`` is alive and its command line mentions ``marker`` (so it is ours)."""
+    """Whether ``pid`` is alive and its command line mentions ``marker`` (so it is ours).
+
+    A running child of this interpreter is judged by the argv it was spawned with: its pid
+    cannot have been reused (it is not reaped yet), and ``/proc`` may not show the argv yet.
+    """
     if pid is None or not is_alive(pid):
         return False
+    spawned_with = _spawned_argv.get(pid)
+    if spawned_with is not None:
+        return any(marker in part for part in spawned_with)
     return any(marker in part for part in cmdline(pid))
 
 
@@ -190,6 +232,7 @@ def spawn(
         except OSError as exc:
             raise ServiceStartError(f"cannot run {argv[0]}: {exc}") from exc
     _children[child.pid] = child
+    _spawned_argv[child.pid] = tuple(argv)
     _exit_codes.pop(child.pid, None)  # a reused pid: forget the earlier process's status
     return child.pid
 
