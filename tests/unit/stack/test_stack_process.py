@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from worker.stack import process
 from worker.stack.errors import PortInUseError, ServiceStartError
 from worker.stack.process import (
     PidFile,
@@ -34,6 +37,10 @@ _STUBBORN = (
 )
 
 
+def _gone(pid: int) -> bool:
+    return not is_alive(pid)
+
+
 @pytest.fixture
 def spawned(tmp_path: Path) -> Iterator[list[int]]:
     """Pids spawned by a test; any still alive are killed afterwards."""
@@ -42,7 +49,7 @@ def spawned(tmp_path: Path) -> Iterator[list[int]]:
     for pid in pids:
         if is_alive(pid):
             os.kill(pid, signal.SIGKILL)
-            wait_until(lambda p=pid: not is_alive(p), timeout_s=5, what="cleanup")
+            wait_until(functools.partial(_gone, pid), timeout_s=5, what="cleanup")
 
 
 def test_pid_file_round_trip(tmp_path: Path) -> None:
@@ -75,6 +82,70 @@ def test_spawn_records_cmdline_and_owns_checks_marker(tmp_path: Path, spawned: l
     assert owns(pid, marker)
     assert not owns(pid, str(tmp_path / "another-marker"))
     assert not owns(None, marker)
+
+
+def test_owns_a_fresh_child_while_its_proc_cmdline_is_still_empty(
+    tmp_path: Path, spawned: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Right after spawn the child may still be inside execve and /proc shows no argv; owns()
+    judges a running child of ours by the argv it was spawned with, so it is not taken for dead
+    (the cause of the flaky "triton ... the process exited" restart failure under load)."""
+    marker = str(tmp_path / "marker-exec-window")
+    pid = spawn([sys.executable, "-c", _SLEEPER, "30", marker], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    monkeypatch.setattr(process, "_read_cmdline", lambda _pid: ())
+    assert owns(pid, marker)
+    assert not owns(pid, str(tmp_path / "another-marker"))
+
+
+def test_owns_forgets_the_spawn_argv_once_the_child_is_gone(
+    tmp_path: Path, spawned: list[int]
+) -> None:
+    """After our child exits, owns() is False: the remembered argv never outlives the process."""
+    marker = str(tmp_path / "marker-gone")
+    pid = spawn([sys.executable, "-c", _SLEEPER, "0", marker], log_path=tmp_path / "log.txt")
+    spawned.append(pid)
+    wait_until(lambda: not is_alive(pid), timeout_s=10, what="exit")
+    assert not owns(pid, marker)
+
+
+def test_cmdline_rereads_an_empty_command_line_of_a_live_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live process whose /proc cmdline reads empty for a moment (mid-execve) is read again
+    until the argv shows, instead of returning an empty command line."""
+    marker = str(tmp_path / "marker-reread")
+    other = subprocess.Popen([sys.executable, "-c", _SLEEPER, "30", marker])
+    real = process._read_cmdline
+    calls: list[int] = []
+
+    def empty_at_first(pid: int) -> tuple[str, ...]:
+        calls.append(pid)
+        return () if len(calls) <= 3 else real(pid)
+
+    try:
+        wait_until(lambda: marker in real(other.pid), timeout_s=10, what="exec")
+        monkeypatch.setattr(process, "_read_cmdline", empty_at_first)
+        assert marker in cmdline(other.pid)
+        assert len(calls) == 4
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_cmdline_of_a_zombie_or_gone_process_is_empty_without_waiting() -> None:
+    """The re-read is only for live processes: a zombie and a reaped pid answer () at once."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        wait_until(lambda: not is_alive(child.pid), timeout_s=10, what="zombie")
+        started = time.monotonic()
+        assert cmdline(child.pid) == ()
+        assert time.monotonic() - started < 1.0
+    finally:
+        child.wait()
+    started = time.monotonic()
+    assert cmdline(child.pid) == ()
+    assert time.monotonic() - started < 1.0
 
 
 def test_terminate_leaves_foreign_process_alone(tmp_path: Path, spawned: list[int]) -> None:
