@@ -1,0 +1,583 @@
+"""The seven chaos scenarios. Each returns a ``ScenarioResult`` with its ledger and figures."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from pipelines.rules import RuleLoadError, load_ruleset
+from pipelines.rules.config import compile_re2
+from tests.chaos.harness import (
+    ChaosEnv,
+    Ledger,
+    Outcome,
+    ScenarioResult,
+    Topics,
+    Traffic,
+    WorkerProc,
+    expected_outcome,
+    good_record,
+)
+from worker.failpoints import FAILPOINT_NAMES
+from worker.kafka_tools import end_offsets
+from worker.settings import project_root
+from worker.stack import LocalStack
+
+__all__ = ["SCENARIOS", "Sizes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Message counts and durations; ``--quick`` scales them down."""
+
+    kill_messages: int = 20_000
+    random_kills: int = 20
+    failpoint_messages: int = 300
+    outage_s: float = 60.0
+    outage_rate_per_s: float = 100.0
+    kafka_messages: int = 5_000
+    scale_rate_per_s: float = 150.0
+    bad_records: int = 10_000
+    good_with_bad: int = 5_000
+    huge_records: int = 3
+    rules_messages: int = 200
+    settle_timeout_s: float = 300.0
+
+
+QUICK = Sizes(
+    kill_messages=2_000,
+    random_kills=3,
+    failpoint_messages=150,
+    outage_s=10.0,
+    outage_rate_per_s=60.0,
+    kafka_messages=1_000,
+    scale_rate_per_s=60.0,
+    bad_records=600,
+    good_with_bad=400,
+    huge_records=1,
+    rules_messages=50,
+    settle_timeout_s=180.0,
+)
+
+
+async def _finish(
+    env: ChaosEnv,
+    topics: Topics,
+    ledger: Ledger,
+    result: ScenarioResult,
+    workers: list[WorkerProc],
+    timeout_s: float,
+) -> float | None:
+    """Wait until settled, stop the workers (SIGTERM, expect exit 0), check the ledger."""
+    try:
+        settled = await env.wait_settled(
+            topics, ledger, timeout_s, [w for w in workers if w.alive()]
+        )
+    except RuntimeError as exc:
+        result.failures.append(str(exc))
+        settled = None
+    if settled is None and not result.failures:
+        result.failures.append(f"not settled within {timeout_s:.0f}s")
+    for w in workers:
+        if w.alive():
+            rc = await w.terminate()
+            result.check(rc == 0, f"worker {w.name} exited {rc} on SIGTERM")
+    result.apply_ledger(await ledger.check(env, topics))
+    return settled
+
+
+async def _wait_restarted(
+    env: ChaosEnv, topics: Topics, ledger: Ledger, before: int, timeout_s: float
+) -> float | None:
+    """Seconds until the outcome count moves past ``before`` (progress resumed); ``None`` when
+    nothing was left to do."""
+    if before >= len(ledger):
+        return None
+    started = time.monotonic()
+    await env.wait_handled(topics, before + 1, timeout_s, interval_s=0.1)
+    return time.monotonic() - started
+
+
+# -- 1. kill -9 at random moments and at every failpoint ---------------------------------------
+
+
+async def kill_nine(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(1, "kill -9 at random moments and at every failpoint")
+    topics = await env.new_topics("kill")
+    ledger = Ledger()
+    records = [good_record("kill", i, rng) for i in range(sizes.kill_messages)]
+    await env.produce(topics, ledger, records)
+    worker = env.worker(topics, "w0", instance_id="chaos-kill-w0")
+    points = sorted(
+        rng.sample(range(int(0.05 * len(records)), int(0.9 * len(records))), sizes.random_kills)
+    )
+    kills = 0
+    restarts: list[float | None] = []
+    worker.start()
+    for point in points:
+        if not await env.wait_handled(topics, point, timeout_s=120):
+            result.failures.append(f"no progress to {point} records before kill {kills + 1}")
+            break
+        worker.kill()
+        kills += 1
+        before = await env.handled(topics) or 0
+        result.check(before < len(ledger), f"kill {kills} landed after the run finished")
+        worker.start()
+        restarts.append(await _wait_restarted(env, topics, ledger, before, timeout_s=120))
+    failpoint_kills: dict[str, bool] = {}
+    counts = {"after_rules": 40}
+    for n, name in enumerate(FAILPOINT_NAMES):
+        more = [good_record(f"kill-fp{n}", i, rng) for i in range(sizes.failpoint_messages)]
+        # Let the running worker settle first so the armed one meets fresh traffic.
+        await env.wait_settled(topics, ledger, 120, [])
+        await worker.terminate()
+        armed = env.worker(topics, f"fp-{name}", instance_id="chaos-kill-w0")
+        armed.start(f"{name}@{counts.get(name, 1)}")
+        await env.produce(topics, ledger, more)
+        rc = await armed.wait_exit(120)
+        failpoint_kills[name] = rc == -9
+        result.check(rc == -9, f"failpoint {name} did not SIGKILL the worker (rc {rc})")
+        if rc is None:
+            armed.kill()
+        kills += rc == -9
+        before = await env.handled(topics) or 0
+        worker = env.worker(topics, "w0", instance_id="chaos-kill-w0")
+        worker.start()
+        restarts.append(await _wait_restarted(env, topics, ledger, before, timeout_s=120))
+    await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.kills = kills
+    waits = sorted(r for r in restarts if r is not None)
+    result.recovery_s = round(waits[-1], 1) if waits else None
+    result.figures.update(
+        random_kills=len(points),
+        failpoints=failpoint_kills,
+        restart_to_progress_s_median=round(waits[len(waits) // 2], 1) if waits else None,
+    )
+    return result
+
+
+# -- 2. / 3. a dependency stopped for a while -------------------------------------------------
+
+
+def _readyz(port: int | None) -> int | None:
+    if port is None:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=3) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+    except OSError:
+        return None
+
+
+async def _outage(
+    env: ChaosEnv,
+    sizes: Sizes,
+    rng: random.Random,
+    number: int,
+    service: str,
+) -> ScenarioResult:
+    result = ScenarioResult(number, f"{service} stopped for {sizes.outage_s:.0f} s mid-run")
+    topics = await env.new_topics(service)
+    ledger = Ledger()
+    worker = env.worker(topics, "w0")
+    worker.start()
+    traffic = Traffic(env, topics, ledger, service, sizes.outage_rate_per_s, rng)
+    traffic.start()
+    target = LocalStack(env.settings).services[service]
+    await asyncio.sleep(10)
+    before = await env.handled(topics) or 0
+    result.peak_rss_mb = env.rss.reset()
+    await asyncio.to_thread(target.stop)
+    stopped_at = time.monotonic()
+    readiness: list[int | None] = []
+    pending_peak = 0
+    while time.monotonic() - stopped_at < sizes.outage_s:
+        await asyncio.sleep(2)
+        readiness.append(await asyncio.to_thread(_readyz, worker.http_port()))
+        if service == "triton":
+            counts = await env.counts(topics)
+            if counts is not None:
+                pending_peak = max(pending_peak, counts[2])
+    during = await env.handled(topics) if service != "postgres" else None
+    outage_rss = env.rss.reset()
+    result.peak_rss_mb = max(result.peak_rss_mb, outage_rss)
+    await asyncio.to_thread(target.start)
+    back_at = time.monotonic()
+    await asyncio.sleep(10)
+    await traffic.stop()
+    settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    if settled is not None:
+        result.recovery_s = round(time.monotonic() - back_at - 0.0, 1)
+    result.figures.update(
+        outage_peak_rss_mb=outage_rss,
+        produced_during_outage=int(sizes.outage_rate_per_s * sizes.outage_s),
+    )
+    if service == "triton":
+        result.check(pending_peak > 0, "no pending_model verdicts were written during the outage")
+        result.check(
+            during is not None and during > before,
+            "verdicts stopped flowing while Triton was down",
+        )
+        result.figures.update(
+            pending_model_peak=pending_peak,
+            verdicts_during_outage=(during or 0) - before,
+        )
+    else:
+        result.check(503 in readiness, f"/readyz never reported unready: {readiness}")
+        paused = worker.log_count("consumer_paused")
+        result.check(paused > 0, "the consumer never paused with Postgres down")
+        result.figures.update(
+            readyz_during_outage=sorted({r for r in readiness if r}), paused_times=paused
+        )
+    return result
+
+
+async def triton_down(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    return await _outage(env, sizes, rng, 2, "triton")
+
+
+async def postgres_down(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    return await _outage(env, sizes, rng, 3, "postgres")
+
+
+# -- 4. Kafka broker restart -------------------------------------------------------------------
+
+
+async def kafka_restart(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(4, "Kafka broker restarted mid-run")
+    topics = await env.new_topics("kafka")
+    ledger = Ledger()
+    backlog = [good_record("kafka-backlog", i, rng) for i in range(sizes.kafka_messages)]
+    await env.produce(topics, ledger, backlog)
+    worker = env.worker(topics, "w0")
+    worker.start()
+    traffic = Traffic(env, topics, ledger, "kafka-a", sizes.outage_rate_per_s, rng)
+    traffic.start()
+    await env.wait_handled(topics, sizes.kafka_messages // 2, timeout_s=120)
+    await asyncio.sleep(3)
+    await traffic.stop()  # the test's producer would only fail while the broker is away
+    kafka = LocalStack(env.settings).services["kafka"]
+    result.peak_rss_mb = env.rss.reset()
+    await asyncio.to_thread(kafka.stop)
+    await asyncio.sleep(5)
+    before = await env.handled(topics) or 0
+    await asyncio.to_thread(kafka.start)
+    back = time.monotonic()
+    traffic = Traffic(env, topics, ledger, "kafka-b", sizes.outage_rate_per_s, rng)
+    traffic.start()
+    await env.wait_handled(topics, before + 1, timeout_s=180, interval_s=0.1)
+    resumed = time.monotonic() - back
+    result.recovery_s = round(resumed, 1)
+    await asyncio.sleep(10)
+    await traffic.stop()
+    await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.figures.update(handled_before_restart=before)
+    return result
+
+
+# -- 5. scale 1 -> 3 -> 1 ----------------------------------------------------------------------
+
+
+async def scale_workers(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(5, "workers scaled 1 -> 3 -> 1 mid-run")
+    topics = await env.new_topics("scale")
+    ledger = Ledger()
+    traffic = Traffic(env, topics, ledger, "scale", sizes.scale_rate_per_s, rng)
+    traffic.start()
+    first = env.worker(topics, "w1")
+    first.start()
+    await asyncio.sleep(10)
+    extra = [env.worker(topics, f"w{n}") for n in (2, 3)]
+    for w in extra:
+        w.start()
+    await asyncio.sleep(20)
+    codes = [await w.terminate(90) for w in extra]
+    result.check(codes == [0, 0], f"scaled-down workers exited {codes}")
+    await asyncio.sleep(10)
+    await traffic.stop()
+    settled = await _finish(env, topics, ledger, result, [first], sizes.settle_timeout_s)
+    result.recovery_s = round(settled, 1) if settled is not None else None
+    result.figures.update(
+        scale_down_exit_codes=codes,
+        revocations=sum(w.log_count("partitions_revoked") for w in [first, *extra]),
+    )
+    return result
+
+
+# -- 6. bad input ------------------------------------------------------------------------------
+
+_MAX_RECORD_BYTES = 16 * 1024 * 1024
+
+
+def _bad_values(rng: random.Random, i: int, huge: bool) -> bytes:
+    now = datetime.now(UTC).isoformat()
+    base = {
+        "message_id": f"bad-{i:07d}",
+        "group_id": "g",
+        "sender_id": "u",
+        "text": "hello",
+        "sent_at": now,
+    }
+    if huge:
+        return orjson.dumps({**base, "text": "x" * (10 * 1024 * 1024)})
+    kind = i % 12
+    if kind == 0:
+        return b'{"message_id": "x", "text": ' + bytes(rng.randrange(32, 127) for _ in range(20))
+    if kind == 1:
+        return orjson.dumps({**base, "message_id": rng.randrange(10**6)})
+    if kind == 2:
+        doc = dict(base)
+        del doc[rng.choice(["message_id", "group_id", "sender_id", "text", "sent_at"])]
+        return orjson.dumps(doc)
+    if kind == 3:
+        return b'{"message_id": "\xff\xfe", "text": "\xc3\x28"}'
+    if kind == 4:
+        return orjson.dumps({**base, "text": "nul \u0000 byte"})
+    if kind == 5:
+        return b"[" * 5000 + b"]" * 5000
+    if kind == 6:
+        nested: object = "leaf"
+        for _ in range(20):
+            nested = {"n": nested}
+        return orjson.dumps({**base, "metadata": nested})
+    if kind == 7:
+        return orjson.dumps({**base, "text": "\U0001f600" * 20_000})
+    if kind == 8:
+        return orjson.dumps({**base, "text": "\u200b\u200c\u200d\u2060" * 3000})
+    if kind == 9:
+        return orjson.dumps({**base, "sent_at": "yesterday-ish"})
+    if kind == 10:
+        return b""
+    return orjson.dumps({**base, "text": "   "})
+
+
+_TRICKS = (
+    "\u202eevil reversed text\u202c looks fine",
+    "hello\u200b\u200bworld with zero width",
+    "\u200f\u0645\u0631\u062d\u0628\u0627\u200e mixed direction",
+    "fa\u200bgg\u200dot",  # a slur split by zero-width characters: rules still block it
+    "\U0001f600" * 500,
+)
+
+
+async def bad_input(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(6, "generated bad records mixed into good traffic")
+    topics = await env.new_topics("bad", max_message_bytes=_MAX_RECORD_BYTES)
+    ledger = Ledger()
+    max_bytes = env.settings.kafka.max_message_bytes
+    records: list[tuple[bytes, bytes, Outcome]] = []
+    for i in range(sizes.bad_records):
+        value = _bad_values(rng, i, huge=i < sizes.huge_records)
+        outcome = expected_outcome(value, max_bytes)
+        result.check(outcome.message_id is None, f"generated bad record {i} decodes as valid")
+        records.append((b"g", value, outcome))
+    split_slurs = 0
+    for i in range(sizes.good_with_bad):
+        text = _TRICKS[i % len(_TRICKS)] if i % 3 == 0 else None
+        split_slurs += text == _TRICKS[3]
+        records.append(good_record("good", i, rng, text))
+    rng.shuffle(records)
+    await env.produce(topics, ledger, records, max_request_bytes=_MAX_RECORD_BYTES)
+    worker = env.worker(topics, "w0")
+    started = time.monotonic()
+    worker.start()
+    settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.recovery_s = None
+    result.check(worker.returncode() == 0, "the worker went down")
+    blocked = await _count_rule_hits(env, topics, "en.hate.slur")
+    result.check(blocked == split_slurs, f"zero-width split slurs blocked {blocked}/{split_slurs}")
+    stored = await env.stored_offsets(topics)
+    ends = await end_offsets(env.bootstrap, topics.input_topic)
+    stalled = [p for p, end in ends.items() if end and stored.get(p) != end]
+    result.check(not stalled, f"partitions stalled: {stalled}")
+    result.figures.update(
+        bad_records=sizes.bad_records,
+        good_records=sizes.good_with_bad,
+        seconds_to_settle=round(settled, 1) if settled is not None else None,
+        run_s=round(time.monotonic() - started, 1),
+        stalled_partitions=stalled,
+        zero_width_slurs_blocked=f"{blocked}/{split_slurs}",
+    )
+    return result
+
+
+# -- 7. rule reload ----------------------------------------------------------------------------
+
+_RULES_V2 = """
+[[rules]]
+id = "chaos.marker"
+category = "spam"
+severity = "high"
+action = "block"
+kind = "keywords"
+languages = ["en"]
+keywords = ["zorblax"]
+
+[[rules]]
+id = "chaos.redos"
+category = "spam"
+severity = "medium"
+action = "block"
+kind = "regex"
+languages = ["en"]
+patterns = ['''(a+)+$''']
+"""
+
+_RULES_BAD = """
+[[rules]]
+id = "chaos.backref"
+category = "spam"
+severity = "low"
+action = "flag"
+kind = "regex"
+languages = ["en"]
+patterns = ['''(ab)\\1''']
+"""
+
+
+async def _count_rule_hits(env: ChaosEnv, topics: Topics, rule_id: str) -> int:
+    import asyncpg
+
+    conn = await asyncpg.connect(env.dsn)
+    try:
+        value = await conn.fetchval(
+            "SELECT count(*) FROM verdicts WHERE source_topic = $1 AND decision = 'block' "
+            "AND rule_hits @> $2::jsonb",
+            topics.input_topic,
+            orjson.dumps([{"rule_id": rule_id}]).decode(),
+        )
+    finally:
+        await conn.close()
+    return int(value)
+
+
+async def _marker_decisions(env: ChaosEnv, topics: Topics, prefix: str) -> dict[str, int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(env.dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT decided_by, rule_hits::text AS hits FROM verdicts "
+            "WHERE source_topic = $1 AND message_id LIKE $2",
+            topics.input_topic,
+            f"{prefix}-%",
+        )
+    finally:
+        await conn.close()
+    return {
+        "rows": len(rows),
+        "blocked_by_marker": sum(1 for r in rows if "chaos.marker" in r["hits"]),
+    }
+
+
+async def rules_reload(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(7, "rule file reloaded without a restart")
+    topics = await env.new_topics("rules")
+    ledger = Ledger()
+    default = _read(project_root() / "pipelines/rulesets/default.toml")
+    rules_path = env.run_dir / f"{topics.group_id}.rules.toml"
+    _write(rules_path, default)
+    worker = env.worker(
+        topics,
+        "w0",
+        extra_env={
+            "MODSTREAM_RULES__PATH": str(rules_path),
+            "MODSTREAM_RULES__RELOAD_INTERVAL_S": "0.5",
+        },
+    )
+    worker.start()
+    n = sizes.rules_messages
+
+    def marker(prefix: str) -> list[tuple[bytes, bytes, Outcome]]:
+        return [good_record(prefix, i, rng, f"buy zorblax now {i}") for i in range(n)]
+
+    async def phase(prefix: str) -> dict[str, int]:
+        await env.produce(topics, ledger, marker(prefix))
+        await env.wait_settled(topics, ledger, 120, [worker])
+        return await _marker_decisions(env, topics, prefix)
+
+    before = await phase("before")
+    result.check(before["blocked_by_marker"] == 0, f"marker blocked before the reload: {before}")
+    _write(rules_path, default + _RULES_V2)
+    reloaded = await _wait_log(worker, "rules_reloaded", 1, 30)
+    result.check(reloaded, "the worker did not log rules_reloaded")
+    after = await phase("after")
+    result.check(after["blocked_by_marker"] == n, f"new rule not applied to all: {after}")
+
+    # Linear time: RE2 against the classic catastrophic-backtracking input.
+    redos = compile_re2("(a+)+$")
+    started = time.perf_counter()
+    redos.search("a" * 50_000 + "!")
+    redos_ms = (time.perf_counter() - started) * 1000.0
+    result.check(redos_ms < 1000, f"(a+)+$ took {redos_ms:.0f} ms")
+    evil = [good_record("redos", i, rng, "a" * 9_990 + "!") for i in range(5)]
+    await env.produce(topics, ledger, evil)
+    evil_started = time.monotonic()
+    await env.wait_settled(topics, ledger, 60, [worker])
+    evil_s = time.monotonic() - evil_started
+
+    _write(rules_path, default + _RULES_V2 + _RULES_BAD)
+    try:
+        load_ruleset(rules_path)
+        load_error = ""
+    except RuleLoadError as exc:
+        load_error = str(exc)
+    result.check("chaos.backref" in load_error, f"bad rule file error unclear: {load_error!r}")
+    rejected = await _wait_log(worker, "rules_reload_rejected", 1, 30)
+    result.check(rejected, "the worker did not log rules_reload_rejected")
+    kept = await phase("kept")
+    result.check(kept["blocked_by_marker"] == n, f"old rules not kept after rejection: {kept}")
+    result.check(worker.alive(), "worker died on a bad rule file")
+    await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.figures.update(
+        redos_50k_ms=round(redos_ms, 2),
+        redos_pipeline_s=round(evil_s, 1),
+        rejected_error=load_error[:120],
+        marker_blocked=[
+            before["blocked_by_marker"],
+            after["blocked_by_marker"],
+            kept["blocked_by_marker"],
+        ],
+    )
+    return result
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8")
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8")
+
+
+async def _wait_log(worker: WorkerProc, event: str, count: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if worker.log_count(event) >= count:
+            return True
+        await asyncio.sleep(0.2)
+    return False
+
+
+Scenario = Callable[[ChaosEnv, Sizes, random.Random], Awaitable[ScenarioResult]]
+
+SCENARIOS: dict[int, Scenario] = {
+    1: kill_nine,
+    2: triton_down,
+    3: postgres_down,
+    4: kafka_restart,
+    5: scale_workers,
+    6: bad_input,
+    7: rules_reload,
+}
