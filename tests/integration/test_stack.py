@@ -64,8 +64,11 @@ def _run(
 
 
 @pytest.fixture(scope="module")
-def stack_env() -> Iterator[dict[str, str]]:
-    """Environment of an isolated stack, brought up once for the module and torn down after."""
+def stack_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
+    """Environment of an isolated stack, brought up once for the module and torn down after.
+    When a test of the module failed, the state folder (every service's log) is kept and its
+    path printed, so a flaky start can be diagnosed from the full logs."""
+    failed_before = request.session.testsfailed
     state_dir = Path(tempfile.mkdtemp(prefix="modstream-stack-it-"))
     state_dir.chmod(0o755)  # the postgres system user must reach its data folder
     env = dict(os.environ)
@@ -79,7 +82,10 @@ def stack_env() -> Iterator[dict[str, str]]:
         yield env
     finally:
         _run(env, "down")
-        shutil.rmtree(state_dir, ignore_errors=True)
+        if request.session.testsfailed > failed_before:
+            sys.stderr.write(f"\nstack integration test failed: state kept in {state_dir}\n")
+        else:
+            shutil.rmtree(state_dir, ignore_errors=True)
 
 
 def _settings(env: dict[str, str]) -> Settings:
@@ -206,20 +212,27 @@ def test_triton_serves_the_fixture_over_grpc(stack_env: dict[str, str]) -> None:
     assert toxicity[0].argmax() == 0
 
 
-def test_single_service_stops_and_restarts_through_the_api(stack_env: dict[str, str]) -> None:
-    """TritonServer.stop() stops only Triton; start() brings it back healthy with a new pid."""
-    settings = _settings(stack_env)
-    triton = TritonServer(settings.stack)
-    kafka = KafkaServer(settings.stack)
-    old_pid = triton.pid()
+@pytest.mark.parametrize("name", ["postgres", "kafka", "triton"])
+def test_single_service_stops_and_restarts_through_the_api(
+    stack_env: dict[str, str], name: str
+) -> None:
+    """stop() stops only that service (the others stay healthy); start() right after brings it
+    back healthy with a new pid, on the same ports, without being taken for dead while the new
+    process is still starting."""
+    stack = LocalStack(_settings(stack_env))
+    service = stack.services[name]
+    others = [s for s in stack.select() if s.name != name]
+    old_pid = service.pid()
     assert old_pid is not None
-    assert triton.stop() is True
-    assert not triton.status().running
+    assert service.stop() is True
+    assert not service.status().running
     assert not is_alive(old_pid)
-    assert kafka.status().healthy
-    assert triton.start() is True
-    assert triton.status().healthy
-    assert triton.pid() != old_pid
+    assert all(other.status().healthy for other in others)
+    assert service.start() is True
+    assert service.status().healthy
+    assert service.pid() not in (None, old_pid)
+    assert _processes_with(service.marker) == [service.pid()]
+    assert all(other.status().healthy for other in others)
 
 
 def test_down_stops_only_our_processes(stack_env: dict[str, str], tmp_path: Path) -> None:
