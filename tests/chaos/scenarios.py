@@ -198,6 +198,7 @@ async def _outage(
     await asyncio.sleep(10)
     before = await env.handled(topics) or 0
     result.peak_rss_mb = env.rss.reset()
+    produced_at_stop = len(ledger)
     await asyncio.to_thread(target.stop)
     stopped_at = time.monotonic()
     readiness: list[int | None] = []
@@ -212,16 +213,29 @@ async def _outage(
     during = await env.handled(topics) if service != "postgres" else None
     outage_rss = env.rss.reset()
     result.peak_rss_mb = max(result.peak_rss_mb, outage_rss)
+    restart_began = time.monotonic()
     await asyncio.to_thread(target.start)
     back_at = time.monotonic()
-    await asyncio.sleep(10)
+    produced_at_back = len(ledger)
+    # Recovery: from the service answering again until the backlog is worked off (Postgres:
+    # every record produced so far has its outcome; Triton: no verdict is pending_model).
+    while time.monotonic() - back_at < 300:
+        counts = await env.counts(topics)
+        if counts is not None and (
+            counts[2] == 0 if service == "triton" else counts[0] + counts[1] >= produced_at_back
+        ):
+            result.recovery_s = round(time.monotonic() - back_at, 1)
+            break
+        await asyncio.sleep(0.25)
+    await asyncio.sleep(max(0.0, 10 - (time.monotonic() - back_at)))
     await traffic.stop()
-    settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
-    if settled is not None:
-        result.recovery_s = round(time.monotonic() - back_at - 0.0, 1)
+    await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.check(result.recovery_s is not None, "the backlog was not worked off within 300 s")
+    during_outage = produced_at_back - produced_at_stop
     result.figures.update(
         outage_peak_rss_mb=outage_rss,
-        produced_during_outage=int(sizes.outage_rate_per_s * sizes.outage_s),
+        produced_during_outage=during_outage,
+        service_start_s=round(back_at - restart_began, 1),
     )
     if service == "triton":
         result.check(pending_peak > 0, "no pending_model verdicts were written during the outage")
@@ -236,7 +250,9 @@ async def _outage(
     else:
         result.check(503 in readiness, f"/readyz never reported unready: {readiness}")
         paused = worker.log_count("consumer_paused")
-        result.check(paused > 0, "the consumer never paused with Postgres down")
+        if during_outage > 2_000 + env.settings.kafka.max_poll_records:
+            # More arrived than the in-flight limit the chaos workers run with (2,000).
+            result.check(paused > 0, "the consumer never paused with Postgres down")
         result.figures.update(
             readyz_during_outage=sorted({r for r in readiness if r}), paused_times=paused
         )

@@ -1,0 +1,157 @@
+"""Tests for worker.rescore: pending verdicts get model scores, updated in place, republished."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+
+from pipelines.messages import SourcePosition
+from pipelines.policy import PolicyThresholds
+from pipelines.rule_hits import RuleAction, RuleHit, Severity
+from pipelines.scores import ModelScores
+from pipelines.verdict import DecidedBy, Verdict
+from worker.inference import InferenceResult, InferenceUnavailable
+from worker.rescore import Rescorer, hits_from_json
+from worker.sink import Escalation, PendingRow
+
+SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
+HATE = ModelScores(
+    sentiment=(0.9, 0.1, 0.0), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(0.0, 0.02, 0.98)
+)
+
+
+def _pending(offset: int, hits: list[dict[str, object]] | None = None) -> PendingRow:
+    return PendingRow(
+        position=SourcePosition("chat.messages", 0, offset),
+        sent_at=SENT_AT,
+        message_id=f"m-{offset}",
+        group_id="g",
+        sender_id="u",
+        text_sha256="0" * 64,
+        rule_hits=list(hits or []),
+        queue_ms=3.0,
+        text=f"text {offset}",
+    )
+
+
+class FakeInference:
+    def __init__(self, scores: list[ModelScores] | None = None, *, down: bool = False) -> None:
+        self.scores = scores
+        self.down = down
+        self.calls: list[list[str]] = []
+
+    async def infer(self, texts: Sequence[str]) -> InferenceResult:
+        self.calls.append(list(texts))
+        if self.down:
+            raise InferenceUnavailable("down")
+        scores = self.scores or [CALM] * len(texts)
+        return InferenceResult(scores[: len(texts)], "moderation", "3", 5.0)
+
+
+class FakeStore:
+    def __init__(self, rows: list[PendingRow], *, already_done: set[int] | None = None) -> None:
+        self.rows = rows
+        self.already_done = already_done or set()
+        self.applied: list[Verdict] = []
+        self.escalations: list[Escalation] = []
+        self.marked: list[SourcePosition] = []
+        self.orphans_dropped = 0
+
+    async def pending_model_rows(
+        self, limit: int, topic: str | None = None, partitions: Sequence[int] | None = None
+    ) -> list[PendingRow]:
+        return self.rows[:limit]
+
+    async def apply_rescore(
+        self,
+        verdicts: Sequence[Verdict],
+        escalations: Sequence[Escalation],
+        done: Sequence[SourcePosition],
+    ) -> set[SourcePosition]:
+        updated = {v.position for v in verdicts if v.position.offset not in self.already_done}
+        self.applied.extend(v for v in verdicts if v.position in updated)
+        self.escalations.extend(escalations)
+        gone = set(done)
+        self.rows = [r for r in self.rows if r.position not in gone]
+        return updated
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
+        self.marked.extend(k for k, _ in keys)
+
+    async def drop_orphan_texts(self) -> int:
+        self.orphans_dropped += 1
+        return 0
+
+
+class FakePublisher:
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        self.sent.extend(v for _, v in records)
+
+
+def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublisher) -> Rescorer:
+    return Rescorer(
+        inference=inference,
+        store=store,
+        publisher=publisher,
+        thresholds=PolicyThresholds(),
+        verdict_topic="moderation.verdicts",
+        batch_items=2,
+    )
+
+
+def test_hits_round_trip_through_their_stored_form() -> None:
+    """``hits_from_json(hit.as_dict())`` gives the hit back."""
+    hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
+    assert hits_from_json([hit.as_dict()]) == (hit,)
+
+
+async def test_all_pending_rows_become_model_verdicts_and_are_republished() -> None:
+    """Every page is scored; updated verdicts say decided_by=model with the model's version and
+    are published then marked; orphans are swept at the end."""
+    store = FakeStore([_pending(i) for i in range(5)])
+    inference = FakeInference()
+    publisher = FakePublisher()
+    assert await _rescorer(store, inference, publisher).rescore_all() == 5
+    assert [len(c) for c in inference.calls] == [2, 2, 1]
+    assert {v.result.decided_by for v in store.applied} == {DecidedBy.MODEL}
+    assert {v.model_version for v in store.applied} == {"3"}
+    records = [orjson.loads(v) for v in publisher.sent]
+    assert sorted(r["source_offset"] for r in records) == [0, 1, 2, 3, 4]
+    assert all(r["decided_by"] == "model" for r in records)
+    assert len(store.marked) == 5
+    assert store.orphans_dropped == 1
+
+
+async def test_harmful_scores_escalate_and_keep_rule_hits() -> None:
+    """Stored rule hits are weighed with the new scores: a hateful text is blocked and the hits
+    stay on the verdict."""
+    hit = RuleHit("en.flag.1", "spam", Severity.LOW, RuleAction.FLAG)
+    store = FakeStore([_pending(1, [hit.as_dict()])])
+    await _rescorer(store, FakeInference([HATE]), FakePublisher()).rescore_once()
+    (verdict,) = store.applied
+    assert verdict.rule_hits == (hit,)
+    assert verdict.result.decision.value == "block"
+
+
+async def test_rows_another_rescorer_took_are_not_republished() -> None:
+    """A row already updated elsewhere (not returned as updated) is not published again."""
+    store = FakeStore([_pending(1), _pending(2)], already_done={1})
+    publisher = FakePublisher()
+    await _rescorer(store, FakeInference(), publisher).rescore_once()
+    assert [orjson.loads(v)["source_offset"] for v in publisher.sent] == [2]
+
+
+async def test_model_down_changes_nothing() -> None:
+    """When inference fails the error propagates and no row is touched."""
+    store = FakeStore([_pending(1)])
+    with pytest.raises(InferenceUnavailable):
+        await _rescorer(store, FakeInference(down=True), FakePublisher()).rescore_once()
+    assert store.applied == []
+    assert len(store.rows) == 1
