@@ -181,7 +181,7 @@ class Rescorer:
                 await asyncio.wait_for(done.wait(), interval_s)
 
 
-async def _rescore_command(settings: Settings, wait_s: float) -> int:
+async def _rescore_command(settings: Settings, wait_s: float, topic: str | None) -> int:
     from worker.inference import TritonModerationClient
     from worker.publisher import KafkaPublisher
     from worker.sink import PostgresSink
@@ -203,7 +203,7 @@ async def _rescore_command(settings: Settings, wait_s: float) -> int:
                 verdict_topic=settings.kafka.verdict_topic,
                 batch_items=settings.reliability.rescore_batch_items,
             )
-            count = await rescorer.rescore_all()
+            count = await rescorer.rescore_all(topic)
         finally:
             await inference.stop()
     print(f"rescored={count} seconds={time.monotonic() - started:.1f}")
@@ -212,7 +212,7 @@ async def _rescore_command(settings: Settings, wait_s: float) -> int:
 
 def _run(args: argparse.Namespace, settings: Settings) -> int:
     configure_logging(settings.log_level)
-    return asyncio.run(_rescore_command(settings, float(args.wait_ready_s)))
+    return asyncio.run(_rescore_command(settings, float(args.wait_ready_s), args.topic))
 
 
 def register(subparsers: Any) -> None:
@@ -224,5 +224,8 @@ def register(subparsers: Any) -> None:
         type=float,
         default=60.0,
         help="how long to wait for the model to be ready (default 60)",
+    )
+    parser.add_argument(
+        "--topic", help="only verdicts of this source topic (default: every topic)", default=None
     )
     parser.set_defaults(handler=_run)

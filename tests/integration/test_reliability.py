@@ -1,0 +1,155 @@
+"""Outbox relay and ``modstream rescore`` against the real PostgreSQL, Kafka and Triton."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import asyncpg
+import orjson
+import pytest
+from aiokafka import AIOKafkaConsumer
+
+from pipelines.messages import SourcePosition
+from pipelines.policy import PolicyThresholds, decide
+from pipelines.rule_hits import RuleOutcome
+from pipelines.verdict import Verdict
+from worker.outbox import VerdictOutbox
+from worker.publisher import KafkaPublisher
+from worker.settings import Settings, project_root
+from worker.sink import PendingText, PostgresSink, SinkBatch
+
+pytestmark = pytest.mark.integration
+
+
+def _pending_verdict(topic: str, offset: int, text: str) -> Verdict:
+    result = decide(RuleOutcome(), None, PolicyThresholds(), model_available=False)
+    return Verdict(
+        position=SourcePosition(topic, 0, offset),
+        message_id=f"rel-{offset}",
+        group_id="g-rel",
+        sender_id="u-rel",
+        sent_at=datetime.now(UTC),
+        text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        rule_hits=(),
+        scores=None,
+        result=result,
+        model_name=None,
+        model_version=None,
+        batch_id=None,
+        queue_ms=1.0,
+        inference_ms=None,
+    )
+
+
+async def _read_topic(bootstrap: str, topic: str, expected: int) -> list[dict[str, Any]]:
+    consumer = AIOKafkaConsumer(
+        topic, bootstrap_servers=bootstrap, auto_offset_reset="earliest", enable_auto_commit=False
+    )
+    await consumer.start()
+    out: list[dict[str, Any]] = []
+    try:
+        deadline = asyncio.get_running_loop().time() + 30
+        while len(out) < expected and asyncio.get_running_loop().time() < deadline:
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out.extend(orjson.loads(r.value) for r in records)
+    finally:
+        await consumer.stop()
+    return out
+
+
+async def _store(s: Settings, verdicts: list[Verdict], texts: list[str]) -> None:
+    async with PostgresSink(s.postgres, s.kafka.group_id) as sink:
+        await sink.write(
+            SinkBatch(
+                verdicts,
+                pending_texts=[
+                    PendingText(v.position, v.sent_at, t)
+                    for v, t in zip(verdicts, texts, strict=True)
+                ],
+            )
+        )
+
+
+async def test_outbox_relays_unpublished_rows_once_and_marks_them(
+    worker_settings: Settings,
+) -> None:
+    """Rows stored but never published reach the verdict topic and are marked published; a
+    second relay round finds nothing to send."""
+    s = worker_settings
+    topic = s.kafka.input_topic
+    verdicts = [_pending_verdict(topic, i, f"hello {i}") for i in range(3)]
+    await _store(s, verdicts, [f"hello {i}" for i in range(3)])
+    async with (
+        PostgresSink(s.postgres, s.kafka.group_id) as sink,
+        KafkaPublisher(s.kafka) as publisher,
+    ):
+        outbox = VerdictOutbox(sink, publisher, s.kafka.verdict_topic, min_age_s=0, batch_items=2)
+        assert await outbox.relay_all(topic, [0]) == 3
+        assert await outbox.relay_all(topic, [0]) == 0
+    records = await _read_topic(s.kafka.bootstrap_servers, s.kafka.verdict_topic, 3)
+    assert sorted(r["message_id"] for r in records) == ["rel-0", "rel-1", "rel-2"]
+    conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+    try:
+        unpublished = await conn.fetchval(
+            "SELECT count(*) FROM verdicts WHERE source_topic = $1 AND NOT published", topic
+        )
+    finally:
+        await conn.close()
+    assert unpublished == 0
+
+
+async def test_rescore_command_updates_pending_verdicts_in_place(worker_settings: Settings) -> None:
+    """``modstream rescore`` turns pending_model rows into model verdicts (same row, model name
+    and version set), deletes their stored texts and publishes the new verdicts."""
+    s = worker_settings
+    topic = s.kafka.input_topic
+    texts = ["what a lovely day", "buy cheap followers now", "see you tomorrow"]
+    verdicts = [_pending_verdict(topic, 100 + i, t) for i, t in enumerate(texts)]
+    await _store(s, verdicts, texts)
+    env = dict(os.environ)
+    env.update(
+        {
+            "MODSTREAM_POSTGRES__DSN": s.postgres.dsn.get_secret_value(),
+            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": s.kafka.bootstrap_servers,
+            "MODSTREAM_KAFKA__VERDICT_TOPIC": s.kafka.verdict_topic,
+            "MODSTREAM_TRITON__GRPC_URL": s.triton.grpc_url,
+        }
+    )
+    run = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "worker.cli", "rescore", "--topic", topic],
+        env=env,
+        cwd=project_root(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "rescored=3" in run.stdout
+    conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+    try:
+        rows = await conn.fetch(
+            "SELECT decided_by, model_name, scores IS NOT NULL AS scored FROM verdicts "
+            "WHERE source_topic = $1",
+            topic,
+        )
+        left = await conn.fetchval(
+            "SELECT count(*) FROM pending_texts WHERE source_topic = $1", topic
+        )
+    finally:
+        await conn.close()
+    assert len(rows) == 3
+    assert {(r["decided_by"], r["model_name"], r["scored"]) for r in rows} == {
+        ("model", s.triton.model_name, True)
+    }
+    assert left == 0
+    records = await _read_topic(s.kafka.bootstrap_servers, s.kafka.verdict_topic, 3)
+    assert sorted(r["source_offset"] for r in records) == [100, 101, 102]
+    assert {r["decided_by"] for r in records} == {"model"}
