@@ -25,6 +25,7 @@ __all__ = [
     "children_of",
     "cmdline",
     "exit_description",
+    "group_members",
     "is_alive",
     "locked",
     "owns",
@@ -249,9 +250,46 @@ def terminate(
         return False
     children = children_of(pid)
     _signal_and_wait(pid, stop_signal, timeout_s)
-    for child in children:  # helpers that outlive the parent briefly (Triton's stubs)
-        _signal_and_wait(child, None, _CHILD_GRACE_S)
+    # Helpers that outlive the parent briefly (Triton's Python-backend stubs): the children
+    # seen before the signal, and every process still in the service's process group, which
+    # also catches a stub started after that snapshot (a stop during model loading). spawn()
+    # makes the service a group leader, and the kernel does not reuse a pid that is still a
+    # group id, so every member is ours.
+    leftovers = sorted(set(children) | set(group_members(pid)))
+    _wait_gone(leftovers, _CHILD_GRACE_S)
     return True
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes whose process group is ``pgid``, from ``/proc``."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def _wait_gone(pids: Sequence[int], grace_s: float) -> None:
+    """Wait up to ``grace_s`` for all of ``pids`` to exit, then SIGKILL the rest and wait."""
+    for kill, wait_s in ((False, grace_s), (True, _KILL_WAIT_S)):
+        remaining = [pid for pid in pids if is_alive(pid)]
+        if not remaining:
+            return
+        for pid in remaining if kill else ():
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline and any(is_alive(pid) for pid in remaining):
+            time.sleep(_POLL_INTERVAL_S)
 
 
 def _signal_and_wait(pid: int, first: int | None, timeout_s: float) -> None:

@@ -35,6 +35,19 @@ _STUBBORN = (
     "import signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
     "print('ready', flush=True); time.sleep(float(sys.argv[1]))"
 )
+_HELPER = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+_LATE_HELPER = (
+    "import signal, subprocess, sys, time\n"
+    "def stop(_signum, _frame):\n"
+    f"    helper = subprocess.Popen([sys.executable, '-c', {_HELPER!r}])\n"
+    "    open(sys.argv[2], 'w').write(str(helper.pid))\n"
+    "    sys.exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "print('ready', flush=True)\n"
+    "time.sleep(float(sys.argv[1]))\n"
+)
+"""A service that starts a helper (ignoring SIGTERM) only once it is asked to stop, the way
+Triton can start a backend stub after stop() listed its children."""
 
 
 def _gone(pid: int) -> bool:
@@ -177,6 +190,26 @@ def test_terminate_escalates_to_sigkill(tmp_path: Path, spawned: list[int]) -> N
     assert terminate(pid, marker, timeout_s=0.5) is True
     assert not is_alive(pid)
     assert time.monotonic() - started >= 0.5
+
+
+def test_terminate_waits_for_a_helper_started_after_the_signal(
+    tmp_path: Path, spawned: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A helper the service started after terminate() listed its children (so an orphan by the
+    time the service exits) is still found through the process group and killed."""
+    monkeypatch.setattr(process, "_CHILD_GRACE_S", 0.5)
+    marker = str(tmp_path / "late-helper")
+    log = tmp_path / "log.txt"
+    helper_file = tmp_path / "helper.pid"
+    pid = spawn([sys.executable, "-c", _LATE_HELPER, "30", str(helper_file), marker], log_path=log)
+    spawned.append(pid)
+    wait_until(lambda: "ready" in log.read_text(), timeout_s=10, what="service")
+    assert children_of(pid) == []
+    assert terminate(pid, marker, timeout_s=10) is True
+    helper = int(helper_file.read_text())
+    spawned.append(helper)
+    assert not is_alive(pid)
+    assert not is_alive(helper)
 
 
 def test_terminate_of_dead_pid_is_false(tmp_path: Path) -> None:
