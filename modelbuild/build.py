@@ -67,14 +67,32 @@ class HeadSpec:
     version: int
     hidden: int
     l2: float
+    balanced: bool
     method: str
+    repeat_sources: tuple[tuple[str, int], ...] = ()
+    """Training examples from these sources are repeated this many times (domain weighting)."""
 
 
 HEADS: tuple[HeadSpec, ...] = (
-    HeadSpec("sentiment", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
-    HeadSpec("intent", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
-    HeadSpec("toxicity", 1, 0, 0.5, "multinomial logistic regression, balanced classes"),
-    HeadSpec("toxicity", 2, 128, 1e-3, "one hidden layer of 128 ReLU units, oversampled classes"),
+    HeadSpec(
+        "sentiment",
+        1,
+        0,
+        0.05,
+        False,
+        "multinomial logistic regression; tweets weighted x3 (the chat-like domain)",
+        (("tweets", 3),),
+    ),
+    HeadSpec("intent", 1, 0, 0.5, True, "multinomial logistic regression, balanced classes"),
+    HeadSpec("toxicity", 1, 0, 0.5, True, "multinomial logistic regression, balanced classes"),
+    HeadSpec(
+        "toxicity",
+        2,
+        64,
+        1e-3,
+        True,
+        "one hidden layer of 64 ReLU units (25 epochs of Adam), oversampled classes",
+    ),
 )
 
 
@@ -193,10 +211,19 @@ def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None
     summary = {}
     for spec in HEADS:
         data = tasks[spec.task]
-        train = data.split(test=False)
+        repeats = dict(spec.repeat_sources)
+        train = [e for e in data.split(test=False) for _ in range(repeats.get(e.source, 1))]
         x = embedder.embed([e.text for e in train])
         y = np.array([e.label for e in train], dtype=np.int64)
-        head = fit_head(x, y, len(data.labels), hidden=spec.hidden, l2=spec.l2, seed=SEED)
+        head = fit_head(
+            x,
+            y,
+            len(data.labels),
+            hidden=spec.hidden,
+            l2=spec.l2,
+            seed=SEED,
+            balanced=spec.balanced,
+        )
         save_head(head, spec.task, paths.head(spec))
         summary[f"{spec.task}/{spec.version}"] = {
             "train_examples": len(train),

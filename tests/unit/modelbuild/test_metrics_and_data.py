@@ -62,7 +62,8 @@ def test_rating_thresholds() -> None:
 
 def test_question_rule_handles_both_question_marks() -> None:
     """The weak question rule knows the ASCII and the full-width question mark."""
-    assert is_question("how are you?") and is_question("你好吗？")
+    assert is_question("how are you?")
+    assert is_question("你好吗？")
     assert not is_question("fine thanks")
 
 
@@ -78,7 +79,8 @@ def test_synthetic_sentences_use_disjoint_words_for_test() -> None:
         flag: {w for e in examples if e.test == flag for w in lex["en"] if w in e.text.split()}
         for flag in (False, True)
     }
-    assert used[False] and used[True]
+    assert used[False]
+    assert used[True]
     assert not used[False] & used[True]
     labels = {e.label for e in examples if e.source == "template-insult"}
     assert labels == {TOXICITY.index("offensive")}

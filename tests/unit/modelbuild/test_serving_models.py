@@ -106,7 +106,16 @@ def test_tokenizer_model_pads_to_fixed_length_with_prefix(
     serving: dict[str, Any], tmp_path: Path
 ) -> None:
     """Every row has max_length ids, the e5 prefix is added, and bad UTF-8 is tolerated."""
-    vocab = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "query": 4, ":": 7, "hello": 5, "world": 6}
+    vocab = {
+        "<s>": 0,
+        "<pad>": 1,
+        "</s>": 2,
+        "<unk>": 3,
+        "query": 4,
+        ":": 7,
+        "hello": 5,
+        "world": 6,
+    }
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     (tmp_path / "1").mkdir()
@@ -126,4 +135,5 @@ def test_tokenizer_model_pads_to_fixed_length_with_prefix(
     assert ids.shape == mask.shape == (2, 6)
     assert ids[0].tolist() == [4, 7, 5, 6, 1, 1]
     assert mask[0].tolist() == [1, 1, 1, 1, 0, 0]
-    assert ids[1][:2].tolist() == [4, 7] and 5 in ids[1].tolist()
+    assert ids[1][:2].tolist() == [4, 7]
+    assert 5 in ids[1].tolist()
