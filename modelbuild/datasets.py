@@ -273,6 +273,45 @@ def synthetic(lex: dict[str, list[str]], seed: int) -> list[Example]:
     return out
 
 
+_WORD_EN = re.compile(r"^[a-z]{4,12}$")
+_HAN = re.compile(r"[\u4e00-\u9fff]+")
+
+
+def benign_words(
+    chat: dict[str, list[str]], lex: dict[str, list[str]], seed: int
+) -> dict[str, list[str]]:
+    """Ordinary words from the *training* chat lines (English words, Chinese two-character
+    pieces) that contain no lexicon entry: the fillers of the counterfactual templates."""
+    bad_en = {w.lower() for w in lex["en"]}
+    bad_zh = lex["zh"]
+    en: set[str] = set()
+    zh: set[str] = set()
+    for line in chat["en"]:
+        if not held_out(seed, line):
+            tokens = (t.strip(".,!?'\"").lower() for t in line.split())
+            en.update(w for w in tokens if _WORD_EN.match(w))
+    for line in chat["zh"]:
+        if not held_out(seed, line):
+            for run in _HAN.findall(line):
+                zh.update(run[i : i + 2] for i in range(0, len(run) - 1, 2))
+    return {
+        "en": _cap((w for w in en if w not in bad_en), 600, seed),
+        "zh": _cap((w for w in zh if not any(b in w or w in b for b in bad_zh)), 400, seed),
+    }
+
+
+def counterfactuals(words: dict[str, list[str]], seed: int) -> list[Example]:
+    """Neutral-frame template sentences filled with benign words, labelled none (training only)."""
+    out: list[Example] = []
+    for lang, tmpl in (
+        ("en", templates.NEUTRAL_FRAME_TEMPLATES_EN),
+        ("zh", templates.NEUTRAL_FRAME_TEMPLATES_ZH),
+    ):
+        for text in _fill(tmpl, words[lang], seed, 2):
+            out.append(Example(text, TOXICITY.index("none"), lang, "template-neutral", False))
+    return out
+
+
 Teacher = Callable[[list[str]], list[list[float]]]
 
 
@@ -311,6 +350,7 @@ def toxicity_examples(
     sentiment: TaskData,
     synthetic_examples: list[Example],
     teacher: Teacher,
+    lexicons: dict[str, list[str]],
     seed: int,
     min_confidence: float = 0.6,
 ) -> TaskData:
@@ -338,4 +378,5 @@ def toxicity_examples(
         for e in synthetic_examples
         if e.source.startswith("template-") and e.source != "template-ad"
     ]
+    out += counterfactuals(benign_words(chat, lexicons, seed), seed)
     return TaskData("toxicity", TOXICITY, tuple(out))

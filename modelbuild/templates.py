@@ -18,6 +18,8 @@ __all__ = [
     "HATE_TEMPLATES_ZH",
     "INSULT_TEMPLATES_EN",
     "INSULT_TEMPLATES_ZH",
+    "NEUTRAL_FRAME_TEMPLATES_EN",
+    "NEUTRAL_FRAME_TEMPLATES_ZH",
 ]
 
 INSULT_TEMPLATES_EN: tuple[str, ...] = (
@@ -127,4 +129,30 @@ AD_TEMPLATES_ZH: tuple[str, ...] = (
     "专业{w}，有意者私聊",
     "{w}火热进行中，加群{n}领取福利",
     "诚招{w}，日赚五百，联系{n}",
+)
+
+# Counterfactuals: the insult templates' frames that are not rude by themselves, filled with
+# ordinary words from normal chat, labelled "none", so a head learns that the word, not the short
+# "you are a ..." shape, makes a line abusive.
+NEUTRAL_FRAME_TEMPLATES_EN: tuple[str, ...] = (
+    "you are a {w}",
+    "what a {w}",
+    "{w}!!",
+    "this streamer is a total {w}",
+    "ur such a {w}",
+    "lol you absolute {w}",
+    "{w}",
+    "{w} {w} {w}",
+    "you {w}",
+)
+
+NEUTRAL_FRAME_TEMPLATES_ZH: tuple[str, ...] = (
+    "你就是个{w}",
+    "主播是{w}",
+    "{w}！！",
+    "真是{w}",
+    "你这个{w}",
+    "{w}",
+    "{w}{w}",
+    "楼上{w}",
 )

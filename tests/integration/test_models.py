@@ -1,0 +1,165 @@
+"""The real model repository under a real ``tritonserver``: loads, honours the contract, ranks.
+
+Needs ``modstream models build`` first (the encoder and tokenizer are not committed). The test
+starts its own server on ports 28100-28102 over ``model_repository/`` so it grades these models
+whatever the stack happens to serve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from modelbuild.local_triton import LocalTriton, local_triton
+from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
+from worker.settings import project_root
+
+pytestmark = pytest.mark.integration
+
+REPOSITORY = project_root() / "model_repository"
+ENSEMBLES = ("moderation", "moderation_v1")
+ABUSE = {
+    "en": ["you are a worthless idiot, shut the fuck up", "fuck off you stupid bitch"],
+    "zh": ["你他妈的就是个傻逼", "滚你妈的，垃圾东西"],
+}
+PRAISE = {
+    "en": ["thank you so much, you are wonderful", "what a lovely stream, great job"],
+    "zh": ["谢谢你，你真好", "今天的直播太精彩了，辛苦了"],
+}
+
+
+@pytest.fixture(scope="module")
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTriton]:
+    encoder = REPOSITORY / "encoder" / "1" / "model.onnx"
+    assert encoder.is_file(), "run `modstream models build` before the model tests"
+    state = tmp_path_factory.mktemp("triton")
+    with local_triton(REPOSITORY, state, base_port=28100) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def client(triton: LocalTriton) -> Iterator[grpcclient.InferenceServerClient]:
+    c = grpcclient.InferenceServerClient(triton.grpc_url)
+    yield c
+    c.close()
+
+
+def _infer(
+    client: grpcclient.InferenceServerClient, texts: list[str], model: str = "moderation"
+) -> dict[str, np.ndarray]:
+    data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
+    tensor = grpcclient.InferInput(MODEL_INPUT, list(data.shape), "BYTES")
+    tensor.set_data_from_numpy(data)
+    result = client.infer(model, [tensor])
+    return {name: result.as_numpy(name) for name in MODEL_OUTPUTS}
+
+
+def _model_dirs() -> list[tuple[str, str]]:
+    pairs = []
+    for config in sorted(REPOSITORY.glob("*/config.pbtxt")):
+        for version in sorted(p.name for p in config.parent.iterdir() if p.name.isdigit()):
+            pairs.append((config.parent.name, version))
+    return pairs
+
+
+def test_every_model_and_version_in_the_repository_is_ready(
+    client: grpcclient.InferenceServerClient,
+) -> None:
+    """Triton loads the whole repository: every model folder and every version folder."""
+    pairs = _model_dirs()
+    assert ("toxicity", "1") in pairs
+    assert ("toxicity", "2") in pairs
+    not_ready = [(m, v) for m, v in pairs if not client.is_model_ready(m, v)]
+    assert not_ready == []
+
+
+@pytest.mark.parametrize("ensemble", ENSEMBLES)
+def test_ensemble_metadata_matches_the_contract(
+    client: grpcclient.InferenceServerClient, ensemble: str
+) -> None:
+    """Input TEXT (BYTES, [-1, 1]), the three outputs with the contract's widths, batch >= 128."""
+    meta = client.get_model_metadata(ensemble, as_json=True)
+    inputs = {i["name"]: i for i in meta["inputs"]}
+    assert inputs[MODEL_INPUT]["datatype"] == "BYTES"
+    assert [int(d) for d in inputs[MODEL_INPUT]["shape"]] == [-1, 1]
+    outputs = {o["name"]: [int(d) for d in o["shape"]] for o in meta["outputs"]}
+    assert outputs == {name: [-1, len(labels)] for name, labels in MODEL_OUTPUTS.items()}
+    config = client.get_model_config(ensemble, as_json=True)["config"]
+    assert int(config["max_batch_size"]) >= 128
+
+
+def test_label_files_follow_the_contract_order() -> None:
+    """Each ensemble folder and head folder writes the label order pipelines.scores expects."""
+    for ensemble in ENSEMBLES:
+        for name, labels in MODEL_OUTPUTS.items():
+            path = REPOSITORY / ensemble / f"{name.lower()}_labels.txt"
+            assert tuple(path.read_text().split()) == labels
+    for head, name in (("sentiment", "SENTIMENT"), ("intent", "INTENT"), ("toxicity", "TOXICITY")):
+        assert tuple((REPOSITORY / head / "labels.txt").read_text().split()) == MODEL_OUTPUTS[name]
+
+
+@pytest.mark.parametrize("ensemble", ENSEMBLES)
+def test_english_and_chinese_rows_satisfy_the_contract(
+    client: grpcclient.InferenceServerClient, ensemble: str
+) -> None:
+    """A mixed batch gets one valid row per message and task (validated by ModelScores)."""
+    texts = [
+        "hi everyone, how is the stream going?",
+        "大家好，今天玩什么游戏？",
+        "",
+        "x" * 2000,
+        *ABUSE["en"],
+        *PRAISE["zh"],
+    ]
+    out = _infer(client, texts, ensemble)
+    for name, labels in MODEL_OUTPUTS.items():
+        assert out[name].shape == (len(texts), len(labels))
+        assert out[name].dtype == np.float32
+    for i in range(len(texts)):
+        ModelScores(
+            sentiment=tuple(float(v) for v in out["SENTIMENT"][i]),
+            intent=tuple(float(v) for v in out["INTENT"][i]),
+            toxicity=tuple(float(v) for v in out["TOXICITY"][i]),
+        )
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_clear_abuse_scores_more_toxic_than_clear_praise(
+    client: grpcclient.InferenceServerClient, lang: str
+) -> None:
+    """P(toxic) = 1 - P(none) is higher for every abusive line than for every praising one."""
+    abuse = 1.0 - _infer(client, ABUSE[lang])["TOXICITY"][:, 0]
+    praise = 1.0 - _infer(client, PRAISE[lang])["TOXICITY"][:, 0]
+    assert float(abuse.min()) > float(praise.max())
+    praise_sentiment = _infer(client, PRAISE[lang])["SENTIMENT"]
+    assert (praise_sentiment.argmax(axis=1) == 2).all()
+
+
+def test_pinned_old_toxicity_differs_from_latest(
+    client: grpcclient.InferenceServerClient,
+) -> None:
+    """moderation_v1 (toxicity 1) answers differently from moderation (toxicity 2) on toxicity,
+    and identically on the shared heads."""
+    texts = [*ABUSE["en"], *PRAISE["en"], *ABUSE["zh"]]
+    latest = _infer(client, texts, "moderation")
+    pinned = _infer(client, texts, "moderation_v1")
+    assert float(np.abs(latest["TOXICITY"] - pinned["TOXICITY"]).max()) > 1e-3
+    assert np.allclose(latest["SENTIMENT"], pinned["SENTIMENT"], atol=1e-6)
+    assert np.allclose(latest["INTENT"], pinned["INTENT"], atol=1e-6)
+
+
+def test_head_versions_can_be_addressed_directly(
+    client: grpcclient.InferenceServerClient,
+) -> None:
+    """Both toxicity versions are served at once and answer differently for the same input."""
+    vec = np.zeros((1, 384), dtype=np.float32)
+    vec[0, :8] = 0.35
+    tensor = grpcclient.InferInput("embedding", [1, 384], "FP32")
+    tensor.set_data_from_numpy(vec)
+    one = client.infer("toxicity", [tensor], model_version="1").as_numpy("probabilities")
+    two = client.infer("toxicity", [tensor], model_version="2").as_numpy("probabilities")
+    assert one.shape == two.shape == (1, 3)
+    assert not np.allclose(one, two, atol=1e-4)
