@@ -23,7 +23,7 @@ def _blobs(classes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def test_head_learns_separable_classes(hidden: int) -> None:
     """Linear and one-hidden-layer heads separate well-separated clusters."""
     x, y = _blobs(3)
-    head = fit_head(x, y, 3, hidden=hidden, l2=1e-3, seed=1)
+    head = fit_head(x, y, 3, hidden=hidden, l2=1e-3, seed=1, epochs=200)
     accuracy = float((head.predict_proba(x).argmax(axis=1) == y).mean())
     assert accuracy > 0.95
 
@@ -46,7 +46,7 @@ def test_onnx_export_matches_numpy(hidden: int, tmp_path: Path) -> None:
 def test_class_missing_from_training_gets_no_probability(hidden: int) -> None:
     """A label never seen in training (two of three classes present) stays near zero."""
     x, y = _blobs(2, seed=4)
-    head = fit_head(x, y, 3, hidden=hidden, seed=5)
+    head = fit_head(x, y, 3, hidden=hidden, seed=5, epochs=200)
     probs = head.predict_proba(x)
     assert probs.shape == (600, 3)
     assert float(probs[:, 2].max()) < 1e-6
