@@ -51,6 +51,8 @@ class Sizes:
     huge_records: int = 3
     rules_messages: int = 200
     settle_timeout_s: float = 300.0
+    outage_in_flight_limit: int = 2_000
+    """``batch.max_records_in_flight`` of the worker during outages (low enough to pause)."""
 
 
 QUICK = Sizes(
@@ -66,6 +68,7 @@ QUICK = Sizes(
     huge_records=1,
     rules_messages=50,
     settle_timeout_s=180.0,
+    outage_in_flight_limit=200,
 )
 
 
@@ -190,7 +193,15 @@ async def _outage(
     result = ScenarioResult(number, f"{service} stopped for {sizes.outage_s:.0f} s mid-run")
     topics = await env.new_topics(service)
     ledger = Ledger()
-    worker = env.worker(topics, "w0")
+    limit = sizes.outage_in_flight_limit
+    worker = env.worker(
+        topics,
+        "w0",
+        extra_env={
+            "MODSTREAM_BATCH__MAX_RECORDS_IN_FLIGHT": str(limit),
+            "MODSTREAM_KAFKA__MAX_POLL_RECORDS": str(min(500, limit)),
+        },
+    )
     worker.start()
     traffic = Traffic(env, topics, ledger, service, sizes.outage_rate_per_s, rng)
     traffic.start()
@@ -250,11 +261,13 @@ async def _outage(
     else:
         result.check(503 in readiness, f"/readyz never reported unready: {readiness}")
         paused = worker.log_count("consumer_paused")
-        if during_outage > 2_000 + env.settings.kafka.max_poll_records:
-            # More arrived than the in-flight limit the chaos workers run with (2,000).
+        if during_outage > 2 * limit:
+            # More arrived than the worker may hold in flight: it must have paused.
             result.check(paused > 0, "the consumer never paused with Postgres down")
         result.figures.update(
-            readyz_during_outage=sorted({r for r in readiness if r}), paused_times=paused
+            readyz_during_outage=sorted({r for r in readiness if r}),
+            paused_times=paused,
+            in_flight_limit=limit,
         )
     return result
 
