@@ -123,6 +123,7 @@ class Worker:
                 s.kafka.verdict_topic,
                 min_age_s=s.reliability.outbox_min_age_s,
                 batch_items=s.reliability.outbox_batch_items,
+                on_relayed=self.metrics.outbox_relayed_total.inc,
             )
             rescorer = Rescorer(
                 inference=inference,
@@ -131,6 +132,7 @@ class Worker:
                 thresholds=self._thresholds,
                 verdict_topic=s.kafka.verdict_topic,
                 batch_items=s.reliability.rescore_batch_items,
+                on_rescored=self.metrics.rescored_total.inc,
             )
             health = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
             await health.start()
@@ -158,11 +160,24 @@ class Worker:
                 ]
                 tg.create_task(self._watch_lag(done))
                 tg.create_task(self._watch_breaker(inference, done))
-                tg.create_task(self._relay(outbox, source, done))
-                tg.create_task(self._rescore(rescorer, inference, source, done))
+                topic = s.kafka.input_topic
+
+                def owned() -> list[int]:
+                    return source.partitions_of(topic)
+
+                rel = s.reliability
+                tg.create_task(outbox.run(done, rel.outbox_interval_s, topic, owned))
+                tg.create_task(
+                    rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned)
+                )
                 if s.rules.path is not None and s.rules.reload_interval_s > 0:
                     watcher = RulesWatcher(
-                        s.rules.path, s.rules.reload_interval_s, self._install_rules
+                        s.rules.path,
+                        s.rules.reload_interval_s,
+                        self._install_rules,
+                        on_reject=lambda _exc: self.metrics.rules_reloads_total.labels(
+                            "rejected"
+                        ).inc(),
                     )
                     tg.create_task(watcher.run(done))
                 tg.create_task(self._drain_deadline(stop, done))
@@ -243,47 +258,6 @@ class Worker:
         # Records already evaluated keep their outcome; every later record uses the new rules.
         self._engine = engine
         self.metrics.rules_reloads_total.labels("installed").inc()
-
-    async def _relay(self, outbox: VerdictOutbox, source: KafkaSource, done: asyncio.Event) -> None:
-        topic = self._settings.kafka.input_topic
-        before = outbox.relayed
-        task = asyncio.ensure_future(
-            outbox.run(
-                done,
-                self._settings.reliability.outbox_interval_s,
-                topic,
-                lambda: source.partitions_of(topic),
-            )
-        )
-        while not task.done():
-            await asyncio.wait({task}, timeout=1.0)
-            self.metrics.outbox_relayed_total.inc(outbox.relayed - before)
-            before = outbox.relayed
-        task.result()
-
-    async def _rescore(
-        self,
-        rescorer: Rescorer,
-        inference: TritonModerationClient,
-        source: KafkaSource,
-        done: asyncio.Event,
-    ) -> None:
-        topic = self._settings.kafka.input_topic
-        before = rescorer.rescored
-        task = asyncio.ensure_future(
-            rescorer.run(
-                done,
-                self._settings.reliability.rescore_interval_s,
-                inference.probe,
-                topic,
-                lambda: source.partitions_of(topic),
-            )
-        )
-        while not task.done():
-            await asyncio.wait({task}, timeout=1.0)
-            self.metrics.rescored_total.inc(rescorer.rescored - before)
-            before = rescorer.rescored
-        task.result()
 
     async def _dispatch(
         self,

@@ -103,8 +103,10 @@ class VerdictOutbox:
         *,
         min_age_s: float,
         batch_items: int,
+        on_relayed: Callable[[int], None] | None = None,
     ) -> None:
         self._store = store
+        self._on_relayed = on_relayed
         self._publisher = publisher
         self._topic = verdict_topic
         self._min_age_s = min_age_s
@@ -136,6 +138,8 @@ class VerdictOutbox:
             ]
         )
         self.relayed += len(rows)
+        if self._on_relayed is not None:
+            self._on_relayed(len(rows))
         _log.info("verdicts_relayed", items=len(rows))
         return len(rows)
 

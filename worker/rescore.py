@@ -83,8 +83,10 @@ class Rescorer:
         thresholds: PolicyThresholds,
         verdict_topic: str,
         batch_items: int,
+        on_rescored: Callable[[int], None] | None = None,
     ) -> None:
         self._inference = inference
+        self._on_rescored = on_rescored
         self._store = store
         self._publisher = publisher
         self._thresholds = thresholds
@@ -132,6 +134,8 @@ class Rescorer:
         updated = await self._store.apply_rescore(verdicts, escalations, [r.position for r in rows])
         changed = [v for v in verdicts if v.position in updated]
         self.rescored += len(changed)
+        if self._on_rescored is not None:
+            self._on_rescored(len(changed))
         _log.info("verdicts_rescored", items=len(changed), read=len(rows))
         await self._publish(changed)
         return len(rows)

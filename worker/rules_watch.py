@@ -39,11 +39,16 @@ class RulesWatcher:
     """Calls ``install(engine)`` each time ``path`` changes and the new file loads cleanly."""
 
     def __init__(
-        self, path: Path, interval_s: float, install: Callable[[RuleEngine], None]
+        self,
+        path: Path,
+        interval_s: float,
+        install: Callable[[RuleEngine], None],
+        on_reject: Callable[[RuleLoadError], None] | None = None,
     ) -> None:
         self._path = path
         self._interval_s = interval_s
         self._install = install
+        self._on_reject = on_reject
         self._stamp = _stamp(path)
         self.reloads = 0
         self.rejections = 0
@@ -59,6 +64,8 @@ class RulesWatcher:
         except RuleLoadError as exc:
             self.rejections += 1
             _log.error("rules_reload_rejected", path=str(self._path), error=str(exc))
+            if self._on_reject is not None:
+                self._on_reject(exc)
             return False
         self._install(engine)
         self.reloads += 1
