@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import os
+import random
 import subprocess
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer
+from pydantic import SecretStr
 
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
+from tests.chaos.harness import ChaosEnv, Ledger, good_record
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
 from worker.settings import Settings, project_root
-from worker.sink import PendingText, PostgresSink, SinkBatch
+from worker.sink import DeadLetter, PendingText, PostgresSink, SinkBatch
 
 pytestmark = pytest.mark.integration
 
@@ -153,3 +158,43 @@ async def test_rescore_command_updates_pending_verdicts_in_place(worker_settings
     records = await _read_topic(s.kafka.bootstrap_servers, s.kafka.verdict_topic, 3)
     assert sorted(r["source_offset"] for r in records) == [100, 101, 102]
     assert {r["decided_by"] for r in records} == {"model"}
+
+
+async def test_chaos_ledger_counts_a_lost_record_and_a_double_outcome(tmp_path: Path) -> None:
+    """The chaos suite's ledger is not a rubber stamp: with one record given no outcome and
+    another given both a verdict and a dead letter, it reports lost=1, duplicates=1 and the
+    unpublished verdicts, and the result is not exact."""
+    env = ChaosEnv(tmp_path)
+    await env.create()
+    try:
+        topics = await env.new_topics("ledger")
+        ledger = Ledger()
+        rng = random.Random(3)
+        records = [good_record("ledger", i, rng) for i in range(3)]
+        await env.produce(topics, ledger, records)
+        coords = sorted(ledger.expected)
+        stored: list[Verdict] = []
+        for partition, offset in coords[:2]:
+            v = _pending_verdict(topics.input_topic, offset, "x")
+            message_id = ledger.expected[(partition, offset)].message_id
+            assert message_id is not None
+            stored.append(
+                dataclasses.replace(
+                    v,
+                    position=SourcePosition(topics.input_topic, partition, offset),
+                    message_id=message_id,
+                )
+            )
+        partition, offset = coords[0]
+        letter = DeadLetter(SourcePosition(topics.input_topic, partition, offset), "x", "x", 1)
+        settings = Settings().model_copy(
+            update={"postgres": Settings().postgres.model_copy(update={"dsn": SecretStr(env.dsn)})}
+        )
+        async with PostgresSink(settings.postgres, topics.group_id) as sink:
+            await sink.write(SinkBatch(stored, dead_letters=[letter]))
+        result = await ledger.check(env, topics)
+    finally:
+        await env.drop()
+    assert (result.lost, result.duplicates, result.unpublished) == (1, 1, 2)
+    assert result.misrouted == 1  # the dead letter for a good record
+    assert not result.exact
