@@ -217,7 +217,9 @@ def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None
         data = tasks[spec.task]
         repeats = dict(spec.repeat_sources)
         train = [e for e in data.split(test=False) for _ in range(repeats.get(e.source, 1))]
-        x = embedder.embed([e.text for e in train])
+        # Rounded to 1e-5: embeddings computed in differently composed batches differ by ~1e-8,
+        # and must not change the trained head.
+        x = np.round(embedder.embed([e.text for e in train]), 5).astype(np.float32)
         y = np.array([e.label for e in train], dtype=np.int64)
         head = fit_head(
             x,

@@ -84,7 +84,10 @@ def fit_head(
     if hidden == 0:
         lr = LogisticRegression(
             C=1.0 / l2,
-            max_iter=2000,
+            # A tight tolerance reaches the (unique) optimum, so embeddings that differ in the
+            # last float bits give the same head; the default stops on a flat ridge.
+            tol=1e-8,
+            max_iter=5000,
             class_weight="balanced" if balanced else None,
             random_state=seed,
         )

@@ -154,12 +154,25 @@ def test_pinned_old_toxicity_differs_from_latest(
 def test_head_versions_can_be_addressed_directly(
     client: grpcclient.InferenceServerClient,
 ) -> None:
-    """Both toxicity versions are served at once and answer differently for the same input."""
-    vec = np.zeros((1, 384), dtype=np.float32)
-    vec[0, :8] = 0.35
-    tensor = grpcclient.InferInput("embedding", [1, 384], "FP32")
-    tensor.set_data_from_numpy(vec)
-    one = client.infer("toxicity", [tensor], model_version="1").as_numpy("probabilities")
-    two = client.infer("toxicity", [tensor], model_version="2").as_numpy("probabilities")
-    assert one.shape == two.shape == (1, 3)
-    assert not np.allclose(one, two, atol=1e-4)
+    """Both toxicity versions are served at once; fed the encoder's embedding of the same
+    messages they answer differently, and each matches the ensemble that pins it."""
+    texts = [*ABUSE["en"], *ABUSE["zh"]]
+    data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
+    text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
+    text.set_data_from_numpy(data)
+    tokens = client.infer("tokenizer", [text])
+    feeds = []
+    for name in ("input_ids", "attention_mask"):
+        value = tokens.as_numpy(name)
+        tensor = grpcclient.InferInput(name, list(value.shape), "INT64")
+        tensor.set_data_from_numpy(value)
+        feeds.append(tensor)
+    embedding = client.infer("encoder", feeds).as_numpy("embedding")
+    vec = grpcclient.InferInput("embedding", list(embedding.shape), "FP32")
+    vec.set_data_from_numpy(embedding)
+    one = client.infer("toxicity", [vec], model_version="1").as_numpy("probabilities")
+    two = client.infer("toxicity", [vec], model_version="2").as_numpy("probabilities")
+    assert one.shape == two.shape == (len(texts), 3)
+    assert float(np.abs(one - two).max()) > 1e-3
+    assert np.allclose(two, _infer(client, texts, "moderation")["TOXICITY"], atol=1e-5)
+    assert np.allclose(one, _infer(client, texts, "moderation_v1")["TOXICITY"], atol=1e-5)
