@@ -94,21 +94,18 @@ async def run_e2e(settings: Settings, records: list[SampleRecord], topic: str) -
             "MODSTREAM_HTTP__PORT": str(_BENCH_HTTP_PORT),
         }
     )
-    worker = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "worker.cli",
-        "worker",
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    log_path = settings.stack.state_dir / "bench-worker.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "worker.cli", "worker", env=env, stdout=log, stderr=log
+        )
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
         url = f"http://127.0.0.1:{_BENCH_HTTP_PORT}/readyz"
         while not await asyncio.to_thread(_ready, url):
             if worker.returncode is not None:
-                raise SystemExit("bench: the worker exited during start-up")
+                raise SystemExit(f"bench: the worker exited during start-up; see {log_path}")
             await asyncio.sleep(0.1)
         started = time.perf_counter()
         while True:
@@ -118,12 +115,13 @@ async def run_e2e(settings: Settings, records: list[SampleRecord], topic: str) -
             if done >= len(records):
                 break
             if worker.returncode is not None:
-                raise SystemExit("bench: the worker died mid-run")
+                raise SystemExit(f"bench: the worker died mid-run; see {log_path}")
             await asyncio.sleep(0.05)
         elapsed = time.perf_counter() - started
     finally:
         await conn.close()
-        worker.terminate()
+        if worker.returncode is None:
+            worker.terminate()
         await worker.wait()
     return len(records) / elapsed
 

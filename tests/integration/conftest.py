@@ -8,6 +8,7 @@ stack uses; nothing here starts or fakes a service.
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator
 
@@ -20,6 +21,18 @@ from worker.migrate import apply_migrations, discover
 from worker.settings import Settings, project_root
 
 PARTITIONS = 4
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def _dsn_for(dsn: str, database: str) -> str:

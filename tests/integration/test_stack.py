@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.integration.conftest import free_ports
 from worker.settings import Settings, project_root
 from worker.stack import KafkaServer, LocalStack, PostgresServer, TritonServer
 from worker.stack.process import cmdline, is_alive, spawn, terminate
@@ -36,17 +36,6 @@ PORT_KEYS = (
     "TRITON_GRPC_PORT",
     "TRITON_METRICS_PORT",
 )
-
-
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _run(
@@ -74,7 +63,7 @@ def stack_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
     env = dict(os.environ)
     env["MODSTREAM_STACK__STATE_DIR"] = str(state_dir)
     env["MODSTREAM_STACK__MODEL_REPOSITORY"] = str(FIXTURE_REPOSITORY)
-    for key, port in zip(PORT_KEYS, _free_ports(len(PORT_KEYS)), strict=True):
+    for key, port in zip(PORT_KEYS, free_ports(len(PORT_KEYS)), strict=True):
         env[f"MODSTREAM_STACK__{key}"] = str(port)
     up = _run(env, "up")
     try:

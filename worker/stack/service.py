@@ -107,6 +107,10 @@ class LocalService(ABC):
         recorded = self.pid_file.read()
         return recorded if owns(recorded, self.marker) else None
 
+    def is_outdated(self, pid: int) -> bool:
+        """Whether our running process ``pid`` was started with settings that changed since."""
+        return False
+
     def is_running(self) -> bool:
         """Whether our process is alive (healthy or not)."""
         return self.pid() is not None
@@ -114,8 +118,18 @@ class LocalService(ABC):
     def launch(self) -> bool:
         """Spawn the process unless ours already runs; ``True`` when it was spawned now."""
         with locked(self.lock_path):
-            if self.is_running():
-                return False
+            running = self.pid()
+            if running is not None:
+                if not self.is_outdated(running):
+                    return False
+                # Running with a configuration that no longer holds (e.g. another model
+                # repository): replace it, so ``up`` converges on the settings.
+                terminate(
+                    running,
+                    self.marker,
+                    stop_signal=self.stop_signal,
+                    timeout_s=self.stop_timeout_s,
+                )
             self.pid_file.remove()
             self.prepare()
             argv, env = self.command()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from worker.settings import StackSettings, project_root
 from worker.stack.errors import NoModelsError, ToolMissingError
+from worker.stack.process import cmdline
 from worker.stack.service import LocalService
 
 __all__ = ["TritonDistribution", "TritonServer", "model_names", "triton_environment"]
@@ -154,6 +155,10 @@ class TritonServer(LocalService):
             copy = target / source.name
             if not copy.is_file() or copy.stat().st_size != source.stat().st_size:
                 shutil.copy2(source, copy)
+
+    def is_outdated(self, pid: int) -> bool:
+        """Serving another model repository than the settings name."""
+        return f"--model-repository={self.model_repository}" not in cmdline(pid)
 
     def command(self) -> tuple[Sequence[str], Mapping[str, str] | None]:
         dist = TritonDistribution.find()

@@ -79,3 +79,24 @@ def test_relative_repository_falls_back_to_project_root(
     )
     assert server.model_repository == FIXTURE_REPOSITORY
     server.check()  # finds the fixture model, so no NoModelsError
+
+
+def test_a_server_on_another_repository_is_outdated(tmp_path: Path) -> None:
+    """``up`` replaces a running Triton whose --model-repository differs from the settings (so a
+    stack left serving the test fixture is switched to the real models), and keeps one that
+    matches."""
+    import subprocess
+    import sys
+
+    served = tmp_path / "served"
+    process = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(30)", f"--model-repository={served}"]
+    )
+    try:
+        same = TritonServer(StackSettings(state_dir=tmp_path, model_repository=served))
+        other = TritonServer(StackSettings(state_dir=tmp_path, model_repository=tmp_path / "x"))
+        assert not same.is_outdated(process.pid)
+        assert other.is_outdated(process.pid)
+    finally:
+        process.kill()
+        process.wait()
