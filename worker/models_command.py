@@ -45,9 +45,16 @@ def _log_event(event: str, **fields: object) -> None:
 
 def _build(args: argparse.Namespace, settings: Settings) -> int:
     configure_logging()
-    from modelbuild.build import build
+    from modelbuild.build import BuildError, build
+    from modelbuild.e5_weights import E5FormatError
+    from modelbuild.sources import FetchError
 
-    timings = build(_paths(settings), force=args.force, retrain=args.retrain, log=_log_event)
+    try:
+        timings = build(_paths(settings), force=args.force, retrain=args.retrain, log=_log_event)
+    except (BuildError, E5FormatError, FetchError) as exc:
+        _log.error("models_build_failed", error_type=type(exc).__name__, detail=str(exc))
+        print(f"modstream models build failed: {exc}", file=sys.stderr)
+        return 1
     _log.info("models_built", **{k: round(v, 1) for k, v in timings.items()})
     print(" ".join(f"{k}={v:.1f}" for k, v in timings.items()))
     return 0
