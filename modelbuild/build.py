@@ -17,7 +17,6 @@ the heads):
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -245,10 +244,13 @@ def build(
     """Run every step that is not done yet; returns seconds per step that ran."""
     timings: dict[str, float] = {}
     start = time.monotonic()
-    archives = fetch_all(paths.cache)
-    timings["fetch_s"] = time.monotonic() - start
     need_encoder = force or not paths.encoder.is_file()
     need_tokenizer = force or not paths.tokenizer.is_file()
+    need_heads = retrain or not all(paths.head(h).is_file() for h in HEADS)
+    archives: dict[str, Path] = {}
+    if need_encoder or need_tokenizer or need_heads:  # a warm build stays offline
+        archives = fetch_all(paths.cache)
+        timings["fetch_s"] = time.monotonic() - start
     if need_encoder or need_tokenizer:
         step = time.monotonic()
         e5_path = _e5_file(paths, archives)
@@ -260,10 +262,9 @@ def build(
             log("encoder_written", bytes=paths.encoder.stat().st_size)
         timings["encoder_s"] = time.monotonic() - step
     _install_serving_code(paths)
-    if retrain or not all(paths.head(h).is_file() for h in HEADS):
+    if need_heads:
         step = time.monotonic()
         _train_heads(paths, archives, log)
         timings["heads_s"] = time.monotonic() - step
-    shutil.rmtree(paths.work / "tmp", ignore_errors=True)
     timings["total_s"] = time.monotonic() - start
     return timings
