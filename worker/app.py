@@ -35,6 +35,7 @@ from worker.processing import BatchProcessor, Work
 from worker.publisher import KafkaPublisher
 from worker.rescore import Rescorer
 from worker.rules_watch import RulesWatcher
+from worker.sender_strikes import StrikeCache
 from worker.settings import Settings
 from worker.sink import PostgresSink
 from worker.source import KafkaSource
@@ -48,6 +49,9 @@ _LAG_PROBE_S = 0.5
 
 
 class Worker:
+    _strikes: StrikeCache
+    """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the sink)."""
+
     def __init__(self, settings: Settings, *, metrics: Metrics | None = None) -> None:
         self._settings = settings
         self.metrics = metrics or Metrics()
@@ -93,6 +97,7 @@ class Worker:
             sink = PostgresSink(s.postgres, s.kafka.group_id)
             await stack.enter_async_context(sink)
             await sink.ensure_partitions()
+            self._strikes = StrikeCache(sink, ttl_s=s.rules.strikes_ttl_s)
             publisher = KafkaPublisher(s.kafka)
             await stack.enter_async_context(publisher)
             inference = TritonModerationClient(s.triton)
@@ -209,10 +214,17 @@ class Worker:
                 fetched = await source.fetch(_FETCH_TIMEOUT_MS)
                 if fetched:
                     self._failpoints.hit("after_fetch")
-                for handled, (record, epoch) in enumerate(fetched, start=1):
-                    if not source.owns((record.topic, record.partition), epoch):
+                works = [
+                    (self._decode(record, max_bytes), epoch)
+                    for record, epoch in fetched
+                    if source.owns((record.topic, record.partition), epoch)
+                ]
+                # One look-up of moderators' strikes for this fetch's senders (cached).
+                await self._strikes.prefetch(w.message.sender_id for w, _ in works if w.message)
+                for handled, (work, epoch) in enumerate(works, start=1):
+                    if not source.owns(work.partition_key, epoch):
                         continue  # revoked (or re-assigned) since this fetch returned
-                    await self._ingest(record, max_bytes)
+                    await self._route(work)
                     if handled % _YIELD_EVERY_RECORDS == 0:
                         await asyncio.sleep(0)  # let heartbeats and batches run
                     if stop.is_set():
@@ -221,7 +233,8 @@ class Worker:
             await self._decided_batcher.close()
             await self._model_batcher.close()
 
-    async def _ingest(self, record: Any, max_bytes: int) -> None:
+    def _decode(self, record: Any, max_bytes: int) -> Work:
+        """Register the record with the offset tracker and decode it (errors are kept)."""
         position = SourcePosition(record.topic, record.partition, record.offset)
         self._tracker.start((record.topic, record.partition), record.offset)
         self.metrics.records_total.inc()
@@ -230,8 +243,14 @@ class Worker:
             work.message = decode_message(record.value, max_bytes=max_bytes)
         except DecodeError as exc:
             work.error, work.raw = exc, record.value
+        return work
+
+    async def _route(self, work: Work) -> None:
+        """Dead letters and rule blocks to the decided batcher, the rest to the model batcher."""
+        if work.message is None:
             await self._decided_batcher.put(work)
             return
+        work.message = self._strikes.enrich(work.message)
         work.outcome = self._engine.evaluate(work.message)
         self._failpoints.hit("after_rules")
         for hit in work.outcome.hits:

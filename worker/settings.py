@@ -114,6 +114,8 @@ class RulesSettings(_Section):
     """A TOML rule file; ``None`` uses the shipped default set (English and Chinese)."""
     reload_interval_s: float = Field(default=2.0, ge=0)
     """How often the worker checks the rule file's mtime and reloads it (0 = never)."""
+    strikes_ttl_s: float = Field(default=30.0, ge=0)
+    """How long a sender's stored strike total (moderators' decisions) is cached for the rules."""
 
 
 class ReliabilitySettings(_Section):

@@ -496,6 +496,15 @@ class PostgresSink:
             months_ahead + 2,
         )
 
+    async def sender_strikes(self, sender_ids: Sequence[str]) -> dict[str, int]:
+        """Live strike totals from moderators' decisions (``worker/review/strikes.py``)."""
+        from worker.review.strikes import active_strikes
+
+        try:
+            return await active_strikes(self._require_pool(), sender_ids)
+        except _UNAVAILABLE_ERRORS as exc:
+            raise SinkUnavailable(f"strikes read failed: {type(exc).__name__}") from exc
+
     async def ping(self) -> bool:
         if self._pool is None:
             return False

@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from tests.integration.conftest import wait_until
 from worker.app import Worker
 from worker.kafka_tools import end_offsets
-from worker.samples import produce, sample_stream
+from worker.samples import SampleRecord, produce, sample_stream
 from worker.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -230,3 +230,64 @@ async def test_kill_and_restart_loses_nothing_and_doubles_nothing(
     verdicts, dead = await _outcomes(dsn, s.kafka.input_topic)
     assert verdicts == distinct == good
     assert dead == len(records) - good
+
+
+async def test_moderators_strikes_escalate_repeat_offenders(worker_settings: Settings) -> None:
+    """A sender with 3 live strikes from moderators' decisions (``sender_strikes``) trips the
+    repeat-offender rule on an otherwise harmless message; a sender without strikes does not."""
+    s = worker_settings
+    dsn = s.postgres.dsn.get_secret_value()
+    conn = await asyncpg.connect(dsn)
+    try:
+        item = await conn.fetchval(
+            "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
+            "message_id, group_id, sender_id, message_text, auto_decision) VALUES "
+            "($1, 0, 0, now(), 'old', 'g', 'struck-user', 'earlier abuse', 'flag') RETURNING id",
+            f"{s.kafka.input_topic}.history",
+        )
+        await conn.execute(
+            "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
+            "expires_at) VALUES ('struck-user', 'g', $1, 'ban', 3, now() + interval '1 day')",
+            item,
+        )
+    finally:
+        await conn.close()
+    records = []
+    for sender in ("struck-user", "clean-user"):
+        doc = {
+            "message_id": f"strikes-{sender}",
+            "group_id": "g",
+            "sender_id": sender,
+            "text": "good morning everyone",
+            "sent_at": "2026-12-02T09:00:00Z",
+        }
+        records.append(SampleRecord(b"g", orjson.dumps(doc), doc["message_id"], "benign"))
+    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+
+    stop = asyncio.Event()
+    task = asyncio.create_task(Worker(s).run(stop))
+
+    async def both_handled() -> bool:
+        if task.done():
+            task.result()
+        verdicts, _ = await _outcomes(dsn, s.kafka.input_topic)
+        return verdicts >= 2
+
+    await wait_until(both_handled, timeout_s=60)
+    stop.set()
+    await asyncio.wait_for(task, timeout=60)
+    conn = await asyncpg.connect(dsn)
+    try:
+        rows = {
+            r["sender_id"]: r
+            for r in await conn.fetch(
+                "SELECT sender_id, escalated, rule_hits::text AS hits FROM verdicts "
+                "WHERE source_topic = $1",
+                s.kafka.input_topic,
+            )
+        }
+    finally:
+        await conn.close()
+    assert rows["struck-user"]["escalated"]
+    assert "profile.repeat_offender" in rows["struck-user"]["hits"]
+    assert "profile.repeat_offender" not in rows["clean-user"]["hits"]

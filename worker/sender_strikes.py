@@ -1,0 +1,73 @@
+"""Moderators' strikes fed back into the rules: repeat offenders escalate sooner.
+
+Decisions in the review console add weighted, decaying strikes per sender (``sender_strikes``,
+see ``worker/review/strikes.py``). Before the rules run on a fetch, the worker looks up the live
+totals of that fetch's senders in one query (cached for ``ttl_s``) and puts them in the
+message's ``metadata.sender_strikes``, where the ``profile.repeat_offender`` rule reads them. A
+value the platform sent is kept when it is higher. Lookup failures never hold up moderation: the
+message is evaluated with what the platform sent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Protocol
+
+from pipelines.messages import ChatMessage
+from worker.logs import get_logger
+
+__all__ = ["StrikeCache", "StrikeSource"]
+
+_log = get_logger(__name__)
+METADATA_KEY = "sender_strikes"
+
+
+class StrikeSource(Protocol):
+    async def sender_strikes(self, sender_ids: Sequence[str]) -> dict[str, int]: ...
+
+
+class StrikeCache:
+    def __init__(
+        self,
+        source: StrikeSource,
+        *,
+        ttl_s: float = 30.0,
+        max_entries: int = 100_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._source = source
+        self._ttl_s = ttl_s
+        self._max_entries = max_entries
+        self._clock = clock
+        self._entries: dict[str, tuple[float, int]] = {}
+
+    async def prefetch(self, sender_ids: Iterable[str]) -> None:
+        """Load the senders whose entry is missing or older than ``ttl_s`` (one query)."""
+        now = self._clock()
+        stale = sorted(
+            {s for s in sender_ids if now - self._entries.get(s, (-1e18, 0))[0] > self._ttl_s}
+        )
+        if not stale:
+            return
+        try:
+            totals = await self._source.sender_strikes(stale)
+        except Exception as exc:  # a down database must not stop moderation
+            _log.warning("sender_strikes_unavailable", error=type(exc).__name__)
+            return
+        if len(self._entries) + len(stale) > self._max_entries:
+            self._entries.clear()  # simple bound; entries are cheap to load again
+        for sender in stale:
+            self._entries[sender] = (now, int(totals.get(sender, 0)))
+
+    def enrich(self, message: ChatMessage) -> ChatMessage:
+        """The message with ``metadata.sender_strikes`` raised to the stored total, if higher."""
+        entry = self._entries.get(message.sender_id)
+        if entry is None or entry[1] <= 0:
+            return message
+        sent = message.metadata.get(METADATA_KEY)
+        if isinstance(sent, int) and not isinstance(sent, bool) and sent >= entry[1]:
+            return message
+        metadata = {**message.metadata, METADATA_KEY: entry[1]}
+        return dataclasses.replace(message, metadata=metadata)
