@@ -56,7 +56,7 @@ class Sizes:
 
 
 QUICK = Sizes(
-    kill_messages=2_000,
+    kill_messages=4_000,
     random_kills=3,
     failpoint_messages=150,
     outage_s=10.0,
@@ -121,7 +121,7 @@ async def kill_nine(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> Scenario
     await env.produce(topics, ledger, records)
     worker = env.worker(topics, "w0", instance_id="chaos-kill-w0")
     points = sorted(
-        rng.sample(range(int(0.05 * len(records)), int(0.9 * len(records))), sizes.random_kills)
+        rng.sample(range(int(0.05 * len(records)), int(0.7 * len(records))), sizes.random_kills)
     )
     kills = 0
     restarts: list[float | None] = []
