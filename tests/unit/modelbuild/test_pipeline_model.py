@@ -1,0 +1,231 @@
+"""``modelbuild/serving/pipeline_model.py`` (the in-process moderation model) on tiny files, run
+against a stand-in for Triton's ``pb_utils``; and the repository configs that use it."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import sys
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from tiny_e5 import HIDDEN, write_tiny_e5
+from tokenizers import Tokenizer, models, pre_tokenizers
+
+from modelbuild.build import PIPELINE_MODELS, BuildPaths, _install_serving_code
+from modelbuild.e5_weights import read_e5
+from modelbuild.encoder_graph import build_encoder, save_encoder
+from modelbuild.heads import Dense, Head, save_head
+from worker.settings import project_root
+
+Array = np.ndarray[Any, Any]
+REPOSITORY = project_root() / "model_repository"
+WIDTHS = {"SENTIMENT": 3, "INTENT": 4, "TOXICITY": 3}
+HEAD_FOLDERS = {"SENTIMENT": "sentiment/1", "INTENT": "intent/1", "TOXICITY": "toxicity/2"}
+# Word-level vocabulary whose ids are the tiny e5 model's pieces (0..9).
+VOCAB = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "query": 4, "a": 5, "b": 6, "hello": 7}
+MAX_LENGTH = 12
+
+
+class _Tensor:
+    def __init__(self, name: str, value: Array) -> None:
+        self.name = name
+        self.value = value
+
+    def as_numpy(self) -> Array:
+        return self.value
+
+
+class _Response:
+    def __init__(self, output_tensors: list[_Tensor]) -> None:
+        self.outputs = {t.name: t.value for t in output_tensors}
+
+
+class _Request:
+    def __init__(self, texts: list[bytes]) -> None:
+        self.text = np.array([[t] for t in texts], dtype=object)
+
+
+@pytest.fixture
+def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
+    fake = types.ModuleType("triton_python_backend_utils")
+    fake.Tensor = _Tensor  # type: ignore[attr-defined]
+    fake.InferenceResponse = _Response  # type: ignore[attr-defined]
+    fake.get_input_tensor_by_name = (  # type: ignore[attr-defined]
+        lambda request, name: _Tensor(name, request.text)
+    )
+    monkeypatch.setitem(sys.modules, "triton_python_backend_utils", fake)
+    yield importlib.reload(importlib.import_module("modelbuild.serving.pipeline_model"))
+    sys.modules.pop("modelbuild.serving.pipeline_model", None)
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository with a word-level tokenizer, the tiny e5 encoder and three random heads."""
+    root = tmp_path_factory.mktemp("repo")
+    tok = Tokenizer(models.WordLevel(VOCAB, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    (root / "tokenizer" / "1").mkdir(parents=True)
+    tok.save(str(root / "tokenizer" / "1" / "tokenizer.json"))
+    write_tiny_e5(root / "e5.bin")
+    save_encoder(build_encoder(read_e5(root / "e5.bin")), root / "encoder" / "1" / "model.onnx")
+    rng = np.random.default_rng(7)
+    for output, folder in HEAD_FOLDERS.items():
+        weight = rng.normal(size=(HIDDEN, WIDTHS[output])).astype(np.float32) * 3
+        bias = rng.normal(size=WIDTHS[output]).astype(np.float32)
+        save_head(Head((Dense(weight, bias),)), output.lower(), root / folder / "model.onnx")
+    (root / "moderation" / "1").mkdir(parents=True)
+    return root
+
+
+def _config(**params: str) -> str:
+    defaults = {
+        "max_length": str(MAX_LENGTH),
+        "prefix": "query: ",
+        "tokenizer_file": "../tokenizer/1/tokenizer.json",
+        "encoder_file": "../encoder/1/model.onnx",
+        **{f"{o.lower()}_file": f"../{f}/model.onnx" for o, f in HEAD_FOLDERS.items()},
+    }
+    defaults.update(params)
+    return json.dumps(
+        {
+            "output": [
+                {"name": n, "data_type": "TYPE_FP32", "dims": [w]} for n, w in WIDTHS.items()
+            ],
+            "instance_group": [{"count": 1, "kind": "KIND_CPU"}],
+            "parameters": {k: {"string_value": v} for k, v in defaults.items()},
+        }
+    )
+
+
+def _load(pipeline: types.ModuleType, repository: Path, **params: str) -> Any:
+    model = pipeline.TritonPythonModel()
+    model.initialize(
+        {
+            "model_config": _config(**params),
+            "model_repository": str(repository / "moderation"),
+            "model_version": "1",
+        }
+    )
+    return model
+
+
+def _composing_steps(repository: Path, texts: list[str]) -> dict[str, Array]:
+    """What the former ensemble computed: fixed-length tokens, one encoder run over the whole
+    batch without its all-padding columns, then each head on the embedding."""
+    tok = Tokenizer.from_file(str(repository / "tokenizer" / "1" / "tokenizer.json"))
+    tok.enable_truncation(max_length=MAX_LENGTH)
+    tok.enable_padding(pad_id=1, pad_token="<pad>", length=MAX_LENGTH)
+    encodings = tok.encode_batch(["query: " + t for t in texts])
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    length = int(np.flatnonzero(mask.any(axis=0))[-1]) + 1
+    cpu = ["CPUExecutionProvider"]
+    encoder = ort.InferenceSession(str(repository / "encoder" / "1" / "model.onnx"), providers=cpu)
+    (embedding,) = encoder.run(
+        ["embedding"], {"input_ids": ids[:, :length], "attention_mask": mask[:, :length]}
+    )
+    out = {}
+    for output, folder in HEAD_FOLDERS.items():
+        head = ort.InferenceSession(str(repository / folder / "model.onnx"), providers=cpu)
+        out[output] = head.run(["probabilities"], {"embedding": embedding})[0]
+    return out
+
+
+def test_pipeline_equals_the_composing_steps_and_splits_per_request(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """Two requests with messages of very different lengths (so length chunks of 2 rows differ
+    from the one padded batch) get their own rows, equal to tokenizer -> encoder -> heads run
+    one after another within 1e-5, each row a softmax."""
+    first = ["hello", "a b a b a b a b a b a b a b", "b"]
+    second = ["hello a", "", "a a", "unknown words here", "b hello b hello"]
+    model = _load(pipeline, repository, chunk_rows="2")
+    responses = model.execute(
+        [_Request([t.encode() for t in first]), _Request([t.encode() for t in second])]
+    )
+    want = _composing_steps(repository, first + second)
+    for name, width in WIDTHS.items():
+        assert [r.outputs[name].shape for r in responses] == [(3, width), (5, width)]
+        got = np.concatenate([r.outputs[name] for r in responses])
+        assert got.dtype == np.float32
+        assert float(np.abs(got - want[name]).max()) <= 1e-5
+        assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_invalid_utf8_is_replaced_not_rejected(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """Bytes that are not UTF-8 still get a valid row (decoded with replacement)."""
+    model = _load(pipeline, repository)
+    (response,) = model.execute([_Request([b"\xff\xfe hello", b"a"])])
+    assert response.outputs["TOXICITY"].shape == (2, 3)
+    assert np.isfinite(response.outputs["TOXICITY"]).all()
+
+
+def test_missing_file_or_parameter_fails_at_load(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """A config naming a file that is not there, or lacking a file parameter, fails to load."""
+    with pytest.raises(pipeline.PipelineConfigError, match="not found"):
+        _load(pipeline, repository, toxicity_file="../toxicity/9/model.onnx")
+    config = json.loads(_config())
+    del config["parameters"]["encoder_file"]
+    model = pipeline.TritonPythonModel()
+    with pytest.raises(pipeline.PipelineConfigError, match="encoder_file"):
+        model.initialize(
+            {
+                "model_config": json.dumps(config),
+                "model_repository": str(repository / "moderation"),
+                "model_version": "1",
+            }
+        )
+
+
+def test_length_chunks_group_similar_lengths(pipeline: types.ModuleType) -> None:
+    """Rows are grouped shortest first, every row exactly once, at most ``rows`` per group."""
+    mask = np.array([[1, 1, 1, 0], [1, 0, 0, 0], [1, 1, 1, 1], [1, 1, 0, 0], [1, 0, 0, 0]])
+    chunks = pipeline._length_chunks(mask, 2)
+    assert [c.tolist() for c in chunks] == [[1, 4], [3, 0], [2]]
+    assert pipeline._trim(mask[[1, 4]]).shape == (2, 1)
+
+
+def _parameters(model: str) -> dict[str, str]:
+    text = (REPOSITORY / model / "config.pbtxt").read_text()
+    return dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
+
+
+@pytest.mark.parametrize(("model", "toxicity"), [("moderation", "2"), ("moderation_v1", "1")])
+def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
+    model: str, toxicity: str
+) -> None:
+    """Each moderation model tokenizes like the tokenizer model, reads the encoder and tokenizer
+    in place (no copy) and pins its head versions; the committed head files exist."""
+    params = _parameters(model)
+    tokenizer = _parameters("tokenizer")
+    assert (params["max_length"], params["prefix"]) == (
+        tokenizer["max_length"],
+        tokenizer["prefix"],
+    )
+    assert params["encoder_file"] == "../encoder/1/model.onnx"
+    assert params["tokenizer_file"] == "../tokenizer/1/tokenizer.json"
+    assert params["toxicity_file"] == f"../toxicity/{toxicity}/model.onnx"
+    for key in ("sentiment_file", "intent_file", "toxicity_file"):
+        assert (REPOSITORY / model / params[key]).resolve().is_file()
+    assert 'backend: "python"' in (REPOSITORY / model / "config.pbtxt").read_text()
+
+
+def test_build_installs_the_pipeline_source_into_both_models(tmp_path: Path) -> None:
+    """The build copies pipeline_model.py as model.py into moderation/1 and moderation_v1/1."""
+    paths = BuildPaths(tmp_path / "model_repository", tmp_path / "cache", tmp_path / "work")
+    _install_serving_code(paths)
+    source = (project_root() / "modelbuild" / "serving" / "pipeline_model.py").read_bytes()
+    assert PIPELINE_MODELS == ("moderation", "moderation_v1")
+    for name in PIPELINE_MODELS:
+        assert (paths.repository / name / "1" / "model.py").read_bytes() == source
