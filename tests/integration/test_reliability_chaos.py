@@ -37,11 +37,17 @@ def test_quick_chaos_subset_loses_and_doubles_nothing(tmp_path: Path) -> None:
         check=False,
     )
     lines = run.stdout.strip().splitlines()
-    assert lines, run.stderr[-3000:]
+    # The scenario lines and their failures first: stderr is mostly client-library noise.
+    report = "\n".join(
+        line
+        for line in (run.stdout + run.stderr).splitlines()
+        if line.startswith(("scenario", "  failure", "  not settled", "Traceback"))
+    )
+    assert lines, report + run.stderr[-3000:]
     match = _SUMMARY.match(lines[-1])
-    assert match is not None, run.stdout[-3000:] + run.stderr[-3000:]
+    assert match is not None, report + run.stdout[-2000:] + run.stderr[-2000:]
     scenarios, passed, lost, duplicates, max_rss_mb = (int(g) for g in match.groups())
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert run.returncode == 0, f"{report}\nworker logs kept in {tmp_path}"
     assert scenarios == passed == 5
     assert (lost, duplicates) == (0, 0)
     assert max_rss_mb > 0
