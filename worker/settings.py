@@ -67,7 +67,7 @@ class TritonSettings(_Section):
     model_name: str = "moderation"
     model_version: str = ""
     """Empty means the version policy's latest; set to pin, e.g. ``"1"``."""
-    request_timeout_s: float = 10.0
+    request_timeout_s: float = 30.0
     """Deadline of one inference call."""
     max_attempts: int = 4
     retry_budget_ratio: float = 0.2
