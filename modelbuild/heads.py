@@ -76,6 +76,27 @@ def fit_head(
     epochs: int = 25,
 ) -> Head:
     """Train a head; ``hidden == 0`` gives logistic regression, otherwise one hidden layer."""
+    from threadpoolctl import threadpool_limits
+
+    # One BLAS thread: multi-threaded reductions change the last float bits from run to run and
+    # machine to machine, and the optimiser would carry that into the weights.
+    with threadpool_limits(limits=1):
+        return _fit(
+            x, y, classes, hidden=hidden, l2=l2, seed=seed, balanced=balanced, epochs=epochs
+        )
+
+
+def _fit(
+    x: F32,
+    y: npt.NDArray[np.int64],
+    classes: int,
+    *,
+    hidden: int,
+    l2: float,
+    seed: int,
+    balanced: bool,
+    epochs: int,
+) -> Head:
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
