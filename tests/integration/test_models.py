@@ -28,8 +28,8 @@ REPOSITORY = project_root() / "model_repository"
 MODERATION_MODELS = ("moderation", "moderation_v1")
 TOXICITY_VERSION = {"moderation": "2", "moderation_v1": "1"}
 HEADS = {"SENTIMENT": ("sentiment", "1"), "INTENT": ("intent", "1")}
-# Server-side queue timeout for the slow tests: a shared 2-core CPU may need longer than the
-# 10 s default to work through 8 x 100 messages; what is tested is that every one is answered.
+# Server-side queue timeout asked for by the slow tests (Triton caps it at the config's 120 s):
+# a shared 2-core CPU needs a while for 8 x 100 messages; what is tested is that all are answered.
 SLOW_QUEUE_TIMEOUT_US = 300_000_000
 ABUSE = {
     "en": ["you are a worthless idiot, shut the fuck up", "fuck off you stupid bitch"],
