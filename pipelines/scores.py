@@ -1,6 +1,6 @@
 """The model contract shared with Triton: label orders and per-message scores.
 
-The ensemble ``moderation`` takes ``TEXT`` (TYPE_STRING, dims [1]) and returns three FP32 rows per
+The model ``moderation`` takes ``TEXT`` (TYPE_STRING, dims [1]) and returns three FP32 rows per
 message, each summing to 1, in the label orders below. ``model_repository/`` is built to it.
 """
 

@@ -68,7 +68,7 @@ def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
 
 
 class TritonModerationClient:
-    """Scores texts with the ``moderation`` ensemble (see ``pipelines.scores``)."""
+    """Scores texts with the ``moderation`` model (see ``pipelines.scores``)."""
 
     def __init__(self, settings: TritonSettings, breaker: CircuitBreaker | None = None) -> None:
         self._settings = settings
