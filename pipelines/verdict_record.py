@@ -13,13 +13,14 @@ It never contains the message text (nor its hash). Fields:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import orjson
 
 from pipelines.verdict import Verdict
 
-__all__ = ["SCHEMA_VERSION", "encode_verdict_record", "verdict_record"]
+__all__ = ["SCHEMA_VERSION", "encode_verdict_record", "verdict_kafka_records", "verdict_record"]
 
 SCHEMA_VERSION = 1
 
@@ -64,3 +65,13 @@ def _utc_iso(moment: datetime) -> str:
 def encode_verdict_record(verdict: Verdict, *, created_at: datetime) -> bytes:
     """``verdict_record`` serialised as compact UTF-8 JSON (the Kafka record value)."""
     return orjson.dumps(verdict_record(verdict, created_at=created_at))
+
+
+def verdict_kafka_records(
+    verdicts: Sequence[Verdict], *, created_at: datetime
+) -> list[tuple[bytes, bytes]]:
+    """``(key, value)`` records for ``moderation.verdicts``, keyed by group like the input."""
+    return [
+        (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=created_at))
+        for v in verdicts
+    ]

@@ -23,7 +23,7 @@ from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
-from pipelines.verdict_record import encode_verdict_record
+from pipelines.verdict_record import verdict_kafka_records
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
@@ -340,10 +340,7 @@ class BatchProcessor:
     async def _publish(self, verdicts: list[Verdict]) -> None:
         if not verdicts:
             return
-        now = datetime.now(UTC)
-        records = [
-            (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=now)) for v in verdicts
-        ]
+        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
             await self._publisher.publish(self._verdict_topic, records)
             self._failpoints.hit("during_publish")

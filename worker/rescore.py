@@ -23,7 +23,7 @@ from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.verdict import Verdict
-from pipelines.verdict_record import encode_verdict_record
+from pipelines.verdict_record import verdict_kafka_records
 from worker.inference import InferenceError, InferenceResult
 from worker.logs import configure_logging, get_logger
 from worker.publisher import PublishError
@@ -155,10 +155,7 @@ class Rescorer:
     async def _publish(self, verdicts: list[Verdict]) -> None:
         if not verdicts:
             return
-        now = datetime.now(UTC)
-        records = [
-            (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=now)) for v in verdicts
-        ]
+        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
             await self._publisher.publish(self._verdict_topic, records)
             await self._store.mark_published([(v.position, v.sent_at) for v in verdicts])

@@ -8,7 +8,7 @@ are absorbed instead of doubled.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
@@ -217,6 +217,20 @@ def _dumps(obj: object) -> str:
     return orjson.dumps(obj).decode()
 
 
+def _position_columns(
+    positions: Iterable[SourcePosition],
+) -> tuple[list[str], list[int], list[int]]:
+    """Topic, partition and offset arrays for an ``unnest`` insert."""
+    topics: list[str] = []
+    partitions: list[int] = []
+    offsets: list[int] = []
+    for p in positions:
+        topics.append(p.topic)
+        partitions.append(p.partition)
+        offsets.append(p.offset)
+    return topics, partitions, offsets
+
+
 def _verdict_columns(verdicts: Sequence[Verdict]) -> list[list[Any]]:
     cols: list[list[Any]] = [[] for _ in range(24)]
     for v in verdicts:
@@ -338,9 +352,7 @@ class PostgresSink:
                     d = batch.dead_letters
                     await conn.execute(
                         _INSERT_DEAD_LETTERS,
-                        [x.position.topic for x in d],
-                        [x.position.partition for x in d],
-                        [x.position.offset for x in d],
+                        *_position_columns(x.position for x in d),
                         [x.reason_code for x in d],
                         [x.reason for x in d],
                         [x.value_bytes for x in d],
@@ -349,9 +361,7 @@ class PostgresSink:
                     pt = batch.pending_texts
                     await conn.execute(
                         _INSERT_PENDING_TEXTS,
-                        [x.position.topic for x in pt],
-                        [x.position.partition for x in pt],
-                        [x.position.offset for x in pt],
+                        *_position_columns(x.position for x in pt),
                         [x.sent_at for x in pt],
                         [x.text for x in pt],
                     )
