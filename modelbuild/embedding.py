@@ -2,8 +2,9 @@
 
 Tokenisation matches the ``tokenizer`` model (``"query: "`` prefix, 64 tokens); batches are
 sorted by length and trimmed to their longest row, which changes nothing in the result because
-padding is masked. The cache maps each text to its vector and is tied to the encoder file's size
-and modification time, so a rebuilt encoder starts a fresh cache.
+padding is masked. The cache maps each text to its encoder ``features`` row (whose last 384 values
+are the embedding) and is tied to the encoder file's size and modification time, so a rebuilt
+encoder starts a fresh cache.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 from tokenizers import Tokenizer
+
+from modelbuild.encoder_graph import ENCODER_FEATURES, ENCODER_OUTPUT
 
 __all__ = ["MAX_LENGTH", "PREFIX", "Embedder", "load_tokenizer"]
 
@@ -47,7 +50,9 @@ class Embedder:
         self._stamp = f"{stat.st_size}:{int(stat.st_mtime)}"
         self._dir = cache_dir
         self._index: dict[str, int] = {}
-        self._vectors = np.zeros((0, 384), dtype=np.float32)
+        widths = {o.name: int(o.shape[1]) for o in self._session.get_outputs()}
+        self._embedding_width = widths[ENCODER_OUTPUT]
+        self._vectors = np.zeros((0, widths[ENCODER_FEATURES]), dtype=np.float32)
         self._load()
 
     def _load(self) -> None:
@@ -58,7 +63,7 @@ class Embedder:
         if data.get("stamp") != self._stamp:
             return
         vectors = np.load(self._dir / "embeddings.npy")
-        if len(vectors) != len(data["texts"]):
+        if vectors.shape != (len(data["texts"]), self._vectors.shape[1]):
             return
         self._vectors = vectors
         self._index = {t: i for i, t in enumerate(data["texts"])}
@@ -82,19 +87,25 @@ class Embedder:
         return ids, mask
 
     def run(self, texts: list[str], batch_size: int = 64) -> F32:
-        """Embeddings without the cache (length-sorted batches)."""
-        out = np.zeros((len(texts), 384), dtype=np.float32)
+        """Encoder features without the cache (length-sorted batches)."""
+        out = np.zeros((len(texts), self._vectors.shape[1]), dtype=np.float32)
         lengths = [len(e.ids) for e in self._tokenizer.encode_batch([PREFIX + t for t in texts])]
         order = np.argsort(lengths, kind="stable")
         for start in range(0, len(texts), batch_size):
             rows = order[start : start + batch_size]
             ids, mask = self.encode_ids([texts[i] for i in rows])
-            (vec,) = self._session.run(["embedding"], {"input_ids": ids, "attention_mask": mask})
+            (vec,) = self._session.run(
+                [ENCODER_FEATURES], {"input_ids": ids, "attention_mask": mask}
+            )
             out[rows] = vec
         return out
 
     def embed(self, texts: list[str]) -> F32:
         """Embeddings ``[n, 384]``, computing only texts not already cached."""
+        return self.features(texts)[:, -self._embedding_width :]
+
+    def features(self, texts: list[str]) -> F32:
+        """The encoder's ``features`` ``[n, 384 * k]``, computing only texts not yet cached."""
         missing = sorted({t for t in texts if t not in self._index})
         for start in range(0, len(missing), _SAVE_EVERY):
             chunk = missing[start : start + _SAVE_EVERY]

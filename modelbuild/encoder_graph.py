@@ -1,7 +1,10 @@
 """Write the e5 encoder as an ONNX graph with ``onnx.helper``; no deep-learning framework needed.
 
-Inputs ``input_ids`` and ``attention_mask`` (INT64 ``[batch, length]``), output ``embedding``
-(FP32 ``[batch, 384]``, mean-pooled over the mask and L2-normalised). The word embedding stays
+Inputs ``input_ids`` and ``attention_mask`` (INT64 ``[batch, length]``). Outputs ``embedding``
+(FP32 ``[batch, 384]``: the last block's states mean-pooled over the mask and L2-normalised, as
+e5 is trained) and ``features`` (FP32 ``[batch, 384 * (len(FEATURE_LAYERS) + 1)]``: the same
+pooling of the blocks in ``FEATURE_LAYERS``, each L2-normalised, then ``embedding``; lower blocks
+keep more of the wording, which heads such as sentiment use). The word embedding stays
 4-bit inside the graph (Gather on packed nibbles, unpacked with bit operations) so the file is
 about 140 MB instead of 520 MB; the transformer blocks are dequantised to float32.
 """
@@ -19,10 +22,21 @@ from onnx import TensorProto, helper, numpy_helper
 
 from modelbuild.e5_weights import E5Weights
 
-__all__ = ["ENCODER_INPUTS", "ENCODER_OUTPUT", "OPSET", "build_encoder", "save_encoder"]
+__all__ = [
+    "ENCODER_FEATURES",
+    "ENCODER_INPUTS",
+    "ENCODER_OUTPUT",
+    "FEATURE_LAYERS",
+    "OPSET",
+    "build_encoder",
+    "save_encoder",
+]
 
 ENCODER_INPUTS = ("input_ids", "attention_mask")
 ENCODER_OUTPUT = "embedding"
+ENCODER_FEATURES = "features"
+FEATURE_LAYERS = (4, 8, 10)
+"""Blocks (1-based) whose pooled states precede ``embedding`` in ``features``."""
 OPSET = 18
 _MASK_NEG = -10000.0
 
@@ -51,8 +65,15 @@ class _Graph:
         return self.op("Add", [self.op("MatMul", [x, wt]), bias])
 
 
-def build_encoder(weights: E5Weights) -> onnx.ModelProto:
-    """The encoder graph for ``weights``; checked by ``onnx.checker`` before it is returned."""
+def build_encoder(
+    weights: E5Weights, feature_layers: tuple[int, ...] = FEATURE_LAYERS
+) -> onnx.ModelProto:
+    """The encoder graph for ``weights``; checked by ``onnx.checker`` before it is returned.
+
+    ``feature_layers`` (1-based block numbers, each at most the number of blocks) are pooled into
+    ``features`` ahead of the embedding."""
+    if any(not 1 <= n <= len(weights.layers) for n in feature_layers):
+        raise ValueError(f"feature layers {feature_layers} outside 1..{len(weights.layers)}")
     cfg = weights.config
     g = _Graph()
     head_dim = cfg.hidden // cfg.heads
@@ -102,6 +123,19 @@ def build_encoder(weights: E5Weights) -> onnx.ModelProto:
     sqrt2 = g.const("c.f_sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
     half = g.const("c.f_half", np.array(0.5, dtype=np.float32))
 
+    mask3 = g.op("Unsqueeze", [mask_f, g.const("c.axes_2", np.array([2], dtype=np.int64))])
+    count = g.op("ReduceSum", [mask_f, "c.i64_1"], keepdims=1)
+    eps = g.const("c.f_eps", np.array(1e-12, dtype=np.float32))
+    last_axis = g.const("c.i64_m1", np.array([-1]))
+
+    def pooled(states: str) -> str:
+        """Mean over the unmasked positions, L2-normalised."""
+        summed = g.op("ReduceSum", [g.op("Mul", [states, mask3]), "c.i64_1"], keepdims=0)
+        mean = g.op("Div", [summed, count])
+        norm = g.op("Max", [g.op("ReduceL2", [mean, last_axis], keepdims=1), eps])
+        return g.op("Div", [mean, norm])
+
+    lower: list[str] = []
     for i, layer in enumerate(weights.layers):
         p = f"l{i}"
         q = g.op(
@@ -152,14 +186,15 @@ def build_encoder(weights: E5Weights) -> onnx.ModelProto:
             axis=-1,
             epsilon=cfg.layer_norm_eps,
         )
+        if i + 1 in feature_layers:
+            lower.append(pooled(x))
 
-    mask3 = g.op("Unsqueeze", [mask_f, g.const("c.axes_2", np.array([2], dtype=np.int64))])
-    summed = g.op("ReduceSum", [g.op("Mul", [x, mask3]), "c.i64_1"], keepdims=0)
-    count = g.op("ReduceSum", [mask_f, "c.i64_1"], keepdims=1)
-    pooled = g.op("Div", [summed, count])
-    norm = g.op("ReduceL2", [pooled, g.const("c.i64_m1", np.array([-1]))], keepdims=1)
-    norm = g.op("Max", [norm, g.const("c.f_eps", np.array(1e-12, dtype=np.float32))])
-    g.nodes.append(helper.make_node("Div", [pooled, norm], [ENCODER_OUTPUT], name="normalise"))
+    g.nodes.append(helper.make_node("Identity", [pooled(x)], [ENCODER_OUTPUT], name="embedding"))
+    g.nodes.append(
+        helper.make_node(
+            "Concat", [*lower, ENCODER_OUTPUT], [ENCODER_FEATURES], name="features", axis=-1
+        )
+    )
 
     graph = helper.make_graph(
         g.nodes,
@@ -168,7 +203,14 @@ def build_encoder(weights: E5Weights) -> onnx.ModelProto:
             helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "length"])
             for name in ENCODER_INPUTS
         ],
-        [helper.make_tensor_value_info(ENCODER_OUTPUT, TensorProto.FLOAT, ["batch", cfg.hidden])],
+        [
+            helper.make_tensor_value_info(ENCODER_OUTPUT, TensorProto.FLOAT, ["batch", cfg.hidden]),
+            helper.make_tensor_value_info(
+                ENCODER_FEATURES,
+                TensorProto.FLOAT,
+                ["batch", cfg.hidden * (len(set(feature_layers)) + 1)],
+            ),
+        ],
         initializer=g.inits,
     )
     model = helper.make_model(

@@ -27,6 +27,7 @@ from modelbuild.archives import iter_members
 from modelbuild.build import HEADS, SEED, BuildPaths, load_task_data
 from modelbuild.datasets import INTENT, SENTIMENT, TOXICITY, Example, TaskData
 from modelbuild.embedding import Embedder
+from modelbuild.head_inputs import HeadInputs
 from modelbuild.metrics import classification_report, false_positive_rate
 from modelbuild.sources import fetch_all
 
@@ -67,6 +68,8 @@ SPAM_KEYWORDS: tuple[str, ...] = (
     "客服",
 )
 _VADER_POSITIVE = 0.05
+SENTIMENT_SERVED = "sentiment/2"
+"""The sentiment head ``moderation`` serves (``moderation_v1`` keeps ``sentiment/1``)."""
 
 
 def keyword_intent(text: str) -> int:
@@ -82,9 +85,11 @@ class _Head:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        self.input = str(self._session.get_inputs()[0].name)
+        self.classes = int(self._session.get_outputs()[0].shape[1])
 
     def proba(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        (probs,) = self._session.run(["probabilities"], {"embedding": x})
+        (probs,) = self._session.run(["probabilities"], {self.input: x})
         return np.asarray(probs, dtype=np.float32)
 
 
@@ -137,16 +142,15 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
     """Every figure of the report, as a JSON-ready dict."""
     archives = fetch_all(paths.cache)
     tasks = load_task_data(archives, SEED)
-    embedder = Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings")
+    inputs = HeadInputs(Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings"))
     heads = {f"{h.task}/{h.version}": _Head(paths.head(h)) for h in HEADS}
     report: dict[str, Any] = {"seed": SEED}
 
     def predict(key: str, examples: list[Example]) -> npt.NDArray[np.float32]:
+        head = heads[key]
         if not examples:
-            return np.zeros(
-                (0, heads[key].proba(np.zeros((1, 384), np.float32)).shape[1]), dtype=np.float32
-            )
-        return heads[key].proba(embedder.embed([e.text for e in examples]))
+            return np.zeros((0, head.classes), dtype=np.float32)
+        return head.proba(inputs.matrix(head.input, [e.text for e in examples]))
 
     report["sentiment"] = _sentiment(tasks["sentiment"], predict, archives["vader"], paths.work)
     chat_test = [e for e in tasks["intent"].split(True) if e.source == "chatterbot"]
@@ -176,11 +180,12 @@ def _sentiment(
         "en_all": [e for e in test if e.lang == "en"],
         "zh": [e for e in test if e.lang == "zh"],
     }
-    out: dict[str, Any] = {"model": {}, "vader": {}, "tfidf_lr": {}}
-    for name, examples in groups.items():
-        probs = predict("sentiment/1", examples)
-        pred = _zh_binary(probs) if name == "zh" else probs.argmax(axis=1).astype(np.int64)
-        out["model"][name] = classification_report(_labels(examples), pred, SENTIMENT)
+    out: dict[str, Any] = {"model": {}, "previous": {}, "vader": {}, "tfidf_lr": {}}
+    for system, key in (("model", SENTIMENT_SERVED), ("previous", "sentiment/1")):
+        for name, examples in groups.items():
+            probs = predict(key, examples)
+            pred = _zh_binary(probs) if name == "zh" else probs.argmax(axis=1).astype(np.int64)
+            out[system][name] = classification_report(_labels(examples), pred, SENTIMENT)
     analyzer = _vader(vader_sdist, work)
     for name in ("en_tweets", "en_all"):
         examples = groups[name]
@@ -288,7 +293,7 @@ def format_report(report: dict[str, Any]) -> str:
     """Human-readable summary; the last line is the headline ``key=value`` list."""
     lines = []
     s = report["sentiment"]
-    for system in ("model", "vader", "tfidf_lr"):
+    for system in ("model", "previous", "vader", "tfidf_lr"):
         for group, res in s[system].items():
             lines.append(
                 f"sentiment {system:9s} {group:10s} n={res['n']:5d} acc={res['accuracy']:.3f} "

@@ -18,6 +18,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 __all__ = [
+    "HEAD_FEATURES_INPUT",
     "HEAD_INPUT",
     "HEAD_OUTPUT",
     "Dense",
@@ -29,6 +30,8 @@ __all__ = [
 
 F32 = npt.NDArray[np.float32]
 HEAD_INPUT = "embedding"
+HEAD_FEATURES_INPUT = "features"
+"""Input name of heads that read the encoder's multi-layer features and the lexicon scores."""
 HEAD_OUTPUT = "probabilities"
 _OPSET = 18
 
@@ -167,11 +170,11 @@ def _oversample(x: F32, y: npt.NDArray[np.int64], seed: int) -> tuple[F32, npt.N
     return x[order], y[order]
 
 
-def head_to_onnx(head: Head, name: str) -> onnx.ModelProto:
-    """The head as an ONNX graph ``embedding [n, in] -> probabilities [n, classes]``."""
+def head_to_onnx(head: Head, name: str, input_name: str = HEAD_INPUT) -> onnx.ModelProto:
+    """The head as an ONNX graph ``<input_name> [n, in] -> probabilities [n, classes]``."""
     nodes: list[onnx.NodeProto] = []
     inits: list[onnx.TensorProto] = []
-    current = HEAD_INPUT
+    current = input_name
     for i, layer in enumerate(head.layers):
         w, b = f"dense{i}.weight", f"dense{i}.bias"
         inits += [numpy_helper.from_array(layer.weight, w), numpy_helper.from_array(layer.bias, b)]
@@ -187,7 +190,7 @@ def head_to_onnx(head: Head, name: str) -> onnx.ModelProto:
         name,
         [
             helper.make_tensor_value_info(
-                HEAD_INPUT, TensorProto.FLOAT, ["batch", head.layers[0].weight.shape[0]]
+                input_name, TensorProto.FLOAT, ["batch", head.layers[0].weight.shape[0]]
             )
         ],
         [helper.make_tensor_value_info(HEAD_OUTPUT, TensorProto.FLOAT, ["batch", head.classes])],
@@ -201,9 +204,9 @@ def head_to_onnx(head: Head, name: str) -> onnx.ModelProto:
     return model
 
 
-def save_head(head: Head, name: str, path: Path) -> None:
+def save_head(head: Head, name: str, path: Path, input_name: str = HEAD_INPUT) -> None:
     """Write the head's ONNX file (atomically)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(head_to_onnx(head, name).SerializeToString())
+    tmp.write_bytes(head_to_onnx(head, name, input_name).SerializeToString())
     tmp.replace(path)

@@ -29,10 +29,15 @@ from typing import Any
 
 import numpy as np
 import onnxruntime as ort
-import triton_python_backend_utils as pb_utils
 from tokenizers import Tokenizer
 
-__all__ = ["OUTPUT_HEADS", "PipelineConfigError", "TritonPythonModel"]
+__all__ = [
+    "LEXICON_SCORES",
+    "OUTPUT_HEADS",
+    "PipelineConfigError",
+    "TritonPythonModel",
+    "lexicon_scores",
+]
 
 OUTPUT_HEADS: dict[str, str] = {
     "SENTIMENT": "sentiment_file",
@@ -41,9 +46,13 @@ OUTPUT_HEADS: dict[str, str] = {
 }
 """Output tensor -> the config parameter naming its head file."""
 
+LEXICON_SCORES = ("compound", "pos", "neg", "neu")
+"""VADER's scores, in the order ``features`` heads read them after the encoder features."""
+
 _PAD_ID = 1
 _PAD_TOKEN = "<pad>"  # noqa: S105 - a vocabulary entry, not a secret
 _EMBEDDING = "embedding"
+_FEATURES = "features"
 _PROBABILITIES = "probabilities"
 _CHUNK_ROWS = 16
 
@@ -52,6 +61,23 @@ Array = np.ndarray[Any, Any]
 
 class PipelineConfigError(ValueError):
     """The model config lacks a parameter, or names a file that does not exist."""
+
+
+def lexicon_scores(analyzer: Any, texts: list[str]) -> Array:
+    """``[n, 4]`` float32: VADER's compound, positive, negative and neutral scores per text
+    (``analyzer`` is a ``vaderSentiment`` ``SentimentIntensityAnalyzer``)."""
+    out = np.zeros((len(texts), len(LEXICON_SCORES)), dtype=np.float32)
+    for row, text in enumerate(texts):
+        scores = analyzer.polarity_scores(text)
+        out[row] = [scores[key] for key in LEXICON_SCORES]
+    return out
+
+
+def _head_input(session: ort.InferenceSession) -> str:
+    name = str(session.get_inputs()[0].name)
+    if name not in (_EMBEDDING, _FEATURES):
+        raise PipelineConfigError(f"head input must be {_EMBEDDING!r} or {_FEATURES!r}: {name!r}")
+    return name
 
 
 def _session(path: Path, threads: int, providers: list[Any]) -> ort.InferenceSession:
@@ -103,11 +129,20 @@ class TritonPythonModel:
         threads = int(params.get("intra_op_threads", "0")) or (os.cpu_count() or 1)
         providers = _providers(args)
         self._encoder = _session(file("encoder_file"), max(1, threads), providers)
+        self._embedding_width = int(
+            next(o.shape[1] for o in self._encoder.get_outputs() if o.name == _EMBEDDING)
+        )
         self._chunk_rows = max(1, int(params.get("chunk_rows", str(_CHUNK_ROWS))))
         self._heads = {
             output: _session(file(key), 1, ["CPUExecutionProvider"])
             for output, key in OUTPUT_HEADS.items()
         }
+        self._head_inputs = {name: _head_input(head) for name, head in self._heads.items()}
+        self._analyzer: Any = None
+        if _FEATURES in self._head_inputs.values():
+            from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+            self._analyzer = SentimentIntensityAnalyzer()
         self._outputs = [o["name"] for o in config["output"]]
         self._widths = {o["name"]: int(o["dims"][-1]) for o in config["output"]}
         unknown = set(self._outputs) - set(self._heads)
@@ -119,24 +154,32 @@ class TritonPythonModel:
         encodings = self._tokenizer.encode_batch([self._prefix + t for t in texts])
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        embedding = np.empty((len(texts), 0), dtype=np.float32)
+        wanted = {self._head_inputs[name] for name in self._outputs}
+        # The encoder's features end with the embedding, so one output serves both kinds of head.
+        output = _FEATURES if _FEATURES in wanted else _EMBEDDING
+        encoded = np.empty((len(texts), 0), dtype=np.float32)
         for rows in _length_chunks(mask, self._chunk_rows):
             chunk_mask = _trim(mask[rows])
             (part,) = self._encoder.run(
-                [_EMBEDDING],
+                [output],
                 {"input_ids": ids[rows, : chunk_mask.shape[1]], "attention_mask": chunk_mask},
             )
-            if embedding.shape[1] == 0:
-                embedding = np.empty((len(texts), part.shape[1]), dtype=np.float32)
-            embedding[rows] = part
+            if encoded.shape[1] == 0:
+                encoded = np.empty((len(texts), part.shape[1]), dtype=np.float32)
+            encoded[rows] = part
+        inputs = {_EMBEDDING: encoded[:, -self._embedding_width :]}
+        if _FEATURES in wanted:
+            inputs[_FEATURES] = np.hstack([encoded, lexicon_scores(self._analyzer, texts)])
         return {
             name: self._heads[name]
-            .run([_PROBABILITIES], {_EMBEDDING: embedding})[0]
+            .run([_PROBABILITIES], {self._head_inputs[name]: inputs[self._head_inputs[name]]})[0]
             .astype(np.float32)
             for name in self._outputs
         }
 
     def execute(self, requests: list[Any]) -> list[Any]:
+        import triton_python_backend_utils as pb_utils  # only inside Triton's Python stub
+
         texts: list[str] = []
         sizes: list[int] = []
         for request in requests:

@@ -10,8 +10,13 @@ import pytest
 from tiny_e5 import HIDDEN, PIECES, quantize_q4, write_tiny_e5
 
 from modelbuild.e5_weights import E5FormatError, dequantize_q4, read_e5
-from modelbuild.encoder_graph import ENCODER_OUTPUT, build_encoder, save_encoder
-from modelbuild.reference import reference_embed
+from modelbuild.encoder_graph import (
+    ENCODER_FEATURES,
+    ENCODER_OUTPUT,
+    build_encoder,
+    save_encoder,
+)
+from modelbuild.reference import reference_embed, reference_features
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +72,7 @@ def test_onnx_encoder_matches_numpy_reference(tiny_model: Path, tmp_path: Path) 
     """The ONNX graph equals the reference forward pass within 1e-4, padding included."""
     weights = read_e5(tiny_model)
     path = tmp_path / "encoder.onnx"
-    save_encoder(build_encoder(weights), path)
+    save_encoder(build_encoder(weights, feature_layers=(1,)), path)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ids = np.array([[0, 7, 4, 5, 2, 1, 1], [0, 8, 9, 6, 4, 5, 2]], dtype=np.int64)
     mask = (ids != 1).astype(np.int64)
@@ -78,10 +83,37 @@ def test_onnx_encoder_matches_numpy_reference(tiny_model: Path, tmp_path: Path) 
     assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
 
 
+def test_onnx_features_match_numpy_reference(tiny_model: Path) -> None:
+    """``features`` = the pooled lower blocks then the embedding, each row part unit-length."""
+    weights = read_e5(tiny_model)
+    session = ort.InferenceSession(
+        build_encoder(weights, feature_layers=(1,)).SerializeToString(),
+        providers=["CPUExecutionProvider"],
+    )
+    ids = np.array([[0, 7, 4, 5, 2, 1, 1], [0, 8, 9, 6, 4, 5, 2]], dtype=np.int64)
+    mask = (ids != 1).astype(np.int64)
+    got, embedding = session.run(
+        [ENCODER_FEATURES, ENCODER_OUTPUT], {"input_ids": ids, "attention_mask": mask}
+    )
+    want = reference_features(weights, ids, mask, feature_layers=(1,))
+    parts = 2
+    assert not np.allclose(got[:, :HIDDEN], embedding, atol=1e-3)
+    assert got.shape == want.shape == (2, HIDDEN * parts)
+    assert float(np.abs(got - want).max()) <= 1e-4
+    assert np.array_equal(got[:, -HIDDEN:], embedding)
+    norms = np.linalg.norm(got.reshape(2, parts, HIDDEN), axis=2)
+    assert np.allclose(norms, 1.0, atol=1e-5)
+
+
+def test_feature_layers_must_exist(tiny_model: Path) -> None:
+    with pytest.raises(ValueError, match="feature layers"):
+        build_encoder(read_e5(tiny_model), feature_layers=(3,))
+
+
 def test_padding_does_not_change_the_embedding(tiny_model: Path) -> None:
     """Extra padded columns leave a row's embedding unchanged (what the serving trim relies on)."""
     weights = read_e5(tiny_model)
-    model = build_encoder(weights)
+    model = build_encoder(weights, feature_layers=(1,))
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     short = np.array([[0, 7, 4, 2]], dtype=np.int64)
     padded = np.array([[0, 7, 4, 2, 1, 1, 1, 1]], dtype=np.int64)

@@ -17,19 +17,26 @@ import onnxruntime as ort
 import pytest
 from tiny_e5 import HIDDEN, write_tiny_e5
 from tokenizers import Tokenizer, models, pre_tokenizers
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from modelbuild.build import PIPELINE_MODELS, BuildPaths, _install_serving_code
 from modelbuild.e5_weights import read_e5
+from modelbuild.embedding import Embedder
 from modelbuild.encoder_graph import build_encoder, save_encoder
-from modelbuild.heads import Dense, Head, save_head
+from modelbuild.head_inputs import HeadInputs
+from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, Dense, Head, save_head
 from worker.settings import project_root
 
 Array = np.ndarray[Any, Any]
 REPOSITORY = project_root() / "model_repository"
 WIDTHS = {"SENTIMENT": 3, "INTENT": 4, "TOXICITY": 3}
-HEAD_FOLDERS = {"SENTIMENT": "sentiment/1", "INTENT": "intent/1", "TOXICITY": "toxicity/2"}
+HEAD_FOLDERS = {"SENTIMENT": "sentiment/2", "INTENT": "intent/1", "TOXICITY": "toxicity/2"}
+FEATURE_HEADS = {"SENTIMENT"}  # read the encoder's features + VADER scores, not the embedding
+FEATURES_WIDTH = 2 * HIDDEN + 4  # the tiny encoder pools block 1 and the embedding
 # Word-level vocabulary whose ids are the tiny e5 model's pieces (0..9).
 VOCAB = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "query": 4, "a": 5, "b": 6, "hello": 7}
+# Words VADER scores (they are unknown to the tiny vocabulary, so only the lexicon sees them).
+WORDS = ["great", "awful", "love", "hate", "fine"]
 MAX_LENGTH = 12
 
 
@@ -74,12 +81,20 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "tokenizer" / "1").mkdir(parents=True)
     tok.save(str(root / "tokenizer" / "1" / "tokenizer.json"))
     write_tiny_e5(root / "e5.bin")
-    save_encoder(build_encoder(read_e5(root / "e5.bin")), root / "encoder" / "1" / "model.onnx")
+    save_encoder(
+        build_encoder(read_e5(root / "e5.bin"), (1,)), root / "encoder" / "1" / "model.onnx"
+    )
     rng = np.random.default_rng(7)
     for output, folder in HEAD_FOLDERS.items():
-        weight = rng.normal(size=(HIDDEN, WIDTHS[output])).astype(np.float32) * 3
+        features = output in FEATURE_HEADS
+        weight = rng.normal(size=(FEATURES_WIDTH if features else HIDDEN, WIDTHS[output]))
         bias = rng.normal(size=WIDTHS[output]).astype(np.float32)
-        save_head(Head((Dense(weight, bias),)), output.lower(), root / folder / "model.onnx")
+        save_head(
+            Head((Dense(weight.astype(np.float32) * 3, bias),)),
+            output.lower(),
+            root / folder / "model.onnx",
+            HEAD_FEATURES_INPUT if features else HEAD_INPUT,
+        )
     (root / "moderation" / "1").mkdir(parents=True)
     return root
 
@@ -128,13 +143,26 @@ def _composing_steps(repository: Path, texts: list[str]) -> dict[str, Array]:
     length = int(np.flatnonzero(mask.any(axis=0))[-1]) + 1
     cpu = ["CPUExecutionProvider"]
     encoder = ort.InferenceSession(str(repository / "encoder" / "1" / "model.onnx"), providers=cpu)
-    (embedding,) = encoder.run(
-        ["embedding"], {"input_ids": ids[:, :length], "attention_mask": mask[:, :length]}
+    embedding, features = encoder.run(
+        ["embedding", "features"],
+        {"input_ids": ids[:, :length], "attention_mask": mask[:, :length]},
+    )
+    analyzer = SentimentIntensityAnalyzer()
+    lexicon = np.array(
+        [
+            [analyzer.polarity_scores(t)[k] for k in ("compound", "pos", "neg", "neu")]
+            for t in texts
+        ],
+        dtype=np.float32,
     )
     out = {}
     for output, folder in HEAD_FOLDERS.items():
         head = ort.InferenceSession(str(repository / folder / "model.onnx"), providers=cpu)
-        out[output] = head.run(["probabilities"], {"embedding": embedding})[0]
+        if output in FEATURE_HEADS:
+            feed = {"features": np.hstack([features, lexicon])}
+        else:
+            feed = {"embedding": embedding}
+        out[output] = head.run(["probabilities"], feed)[0]
     return out
 
 
@@ -144,8 +172,8 @@ def test_pipeline_equals_the_composing_steps_and_splits_per_request(
     """Two requests with messages of very different lengths (so length chunks of 2 rows differ
     from the one padded batch) get their own rows, equal to tokenizer -> encoder -> heads run
     one after another within 1e-5, each row a softmax."""
-    first = ["hello", "a b a b a b a b a b a b a b", "b"]
-    second = ["hello a", "", "a a", "unknown words here", "b hello b hello"]
+    first = ["hello", "a b a b a b a b a b a b a b", "b great"]
+    second = ["hello a", "", "a love a", "awful words here", "b hello b hello hate"]
     model = _load(pipeline, repository, chunk_rows="2")
     responses = model.execute(
         [_Request([t.encode() for t in first]), _Request([t.encode() for t in second])]
@@ -157,6 +185,56 @@ def test_pipeline_equals_the_composing_steps_and_splits_per_request(
         assert got.dtype == np.float32
         assert float(np.abs(got - want[name]).max()) <= 1e-5
         assert np.allclose(got.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_features_heads_see_the_lexicon_scores(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """Words outside the tiny vocabulary (same encoder input) still move a features head, through
+    VADER's scores; an embedding head cannot tell them apart."""
+    model = _load(pipeline, repository)
+    scores = model.scores(["a great", "a awful"])
+    assert float(np.abs(scores["SENTIMENT"][0] - scores["SENTIMENT"][1]).max()) > 1e-3
+    assert float(np.abs(scores["INTENT"][0] - scores["INTENT"][1]).max()) <= 1e-6
+    lexicon = pipeline.lexicon_scores(SentimentIntensityAnalyzer(), ["great", "awful", "b"])
+    assert lexicon.shape == (3, 4)
+    assert lexicon[0, 0] > 0 > lexicon[1, 0]
+    assert lexicon[2].tolist() == [0.0, 0.0, 0.0, 1.0]
+
+
+def test_training_inputs_are_what_the_served_model_feeds(
+    pipeline: types.ModuleType, repository: Path, tmp_path: Path
+) -> None:
+    """The build and the evaluation build a head's input with HeadInputs; fed to the same head
+    files it gives the served model's rows, for both kinds of head."""
+    texts = ["hello great", "a b awful", "b"]
+    inputs = HeadInputs(
+        Embedder(
+            repository / "encoder" / "1" / "model.onnx",
+            repository / "tokenizer" / "1" / "tokenizer.json",
+            tmp_path / "cache",
+        )
+    )
+    served = _load(pipeline, repository).scores(texts)
+    cpu = ["CPUExecutionProvider"]
+    for output, folder in HEAD_FOLDERS.items():
+        name = HEAD_FEATURES_INPUT if output in FEATURE_HEADS else HEAD_INPUT
+        x = inputs.matrix(name, texts)
+        assert x.shape == (3, FEATURES_WIDTH if output in FEATURE_HEADS else HIDDEN)
+        head = ort.InferenceSession(str(repository / folder / "model.onnx"), providers=cpu)
+        (probs,) = head.run(["probabilities"], {name: x})
+        assert float(np.abs(probs - served[output]).max()) <= 1e-5, output
+    with pytest.raises(ValueError, match="unknown head input"):
+        inputs.matrix("tokens", texts)
+
+
+def test_a_head_with_an_unknown_input_fails_at_load(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    head = Head((Dense(np.zeros((HIDDEN, 3), np.float32), np.zeros(3, np.float32)),))
+    save_head(head, "odd", repository / "odd" / "1" / "model.onnx", "tokens")
+    with pytest.raises(pipeline.PipelineConfigError, match="head input"):
+        _load(pipeline, repository, toxicity_file="../odd/1/model.onnx")
 
 
 def test_invalid_utf8_is_replaced_not_rejected(
@@ -201,9 +279,11 @@ def _parameters(model: str) -> dict[str, str]:
     return dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
 
 
-@pytest.mark.parametrize(("model", "toxicity"), [("moderation", "2"), ("moderation_v1", "1")])
+@pytest.mark.parametrize(
+    ("model", "sentiment", "toxicity"), [("moderation", "2", "2"), ("moderation_v1", "1", "1")]
+)
 def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
-    model: str, toxicity: str
+    model: str, sentiment: str, toxicity: str
 ) -> None:
     """Each moderation model tokenizes like the tokenizer model, reads the encoder and tokenizer
     in place (no copy) and pins its head versions; the committed head files exist."""
@@ -216,6 +296,7 @@ def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
     assert params["encoder_file"] == "../encoder/1/model.onnx"
     assert params["tokenizer_file"] == "../tokenizer/1/tokenizer.json"
     assert params["toxicity_file"] == f"../toxicity/{toxicity}/model.onnx"
+    assert params["sentiment_file"] == f"../sentiment/{sentiment}/model.onnx"
     for key in ("sentiment_file", "intent_file", "toxicity_file"):
         assert (REPOSITORY / model / params[key]).resolve().is_file()
     assert 'backend: "python"' in (REPOSITORY / model / "config.pbtxt").read_text()
@@ -229,3 +310,6 @@ def test_build_installs_the_pipeline_source_into_both_models(tmp_path: Path) -> 
     assert PIPELINE_MODELS == ("moderation", "moderation_v1")
     for name in PIPELINE_MODELS:
         assert (paths.repository / name / "1" / "model.py").read_bytes() == source
+    # Heads served alone get the ONNX runner; sentiment 2 (features input) is read in place only.
+    assert (paths.repository / "sentiment" / "1" / "model.py").is_file()
+    assert not (paths.repository / "sentiment" / "2" / "model.py").exists()
