@@ -77,12 +77,8 @@ def _infer(
     return {name: result.as_numpy(name) for name in MODEL_OUTPUTS}
 
 
-def _composing_steps(
-    client: grpcclient.InferenceServerClient, texts: list[str], heads: dict[str, str]
-) -> dict[str, Array]:
-    """The former ensemble by hand: tokenizer, encoder, then each head, one call after another.
-    Heads served alone are called on Triton; sentiment 2 (not served alone: it reads the
-    encoder's features and VADER's scores) runs its committed file with onnxruntime."""
+def _encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> Any:
+    """The ``tokenizer`` then the ``encoder`` model, called one after the other."""
     data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
     text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
     text.set_data_from_numpy(data)
@@ -93,10 +89,24 @@ def _composing_steps(
         tensor = grpcclient.InferInput(name, list(value.shape), "INT64")
         tensor.set_data_from_numpy(value)
         feeds.append(tensor)
-    encoded = client.infer("encoder", feeds, timeout=SLOW_QUEUE_TIMEOUT_US)
+    return client.infer("encoder", feeds, timeout=SLOW_QUEUE_TIMEOUT_US)
+
+
+def _embedding_input(encoded: Any) -> grpcclient.InferInput:
     embedding = encoded.as_numpy("embedding")
     vec = grpcclient.InferInput("embedding", list(embedding.shape), "FP32")
     vec.set_data_from_numpy(embedding)
+    return vec
+
+
+def _composing_steps(
+    client: grpcclient.InferenceServerClient, texts: list[str], heads: dict[str, str]
+) -> dict[str, Array]:
+    """The former ensemble by hand: tokenizer, encoder, then each head, one call after another.
+    Heads served alone are called on Triton; sentiment 2 (not served alone: it reads the
+    encoder's features and VADER's scores) runs its committed file with onnxruntime."""
+    encoded = _encode(client, texts)
+    vec = _embedding_input(encoded)
     out = {}
     for output, head in heads.items():
         model, version = head.split("/")
@@ -230,19 +240,7 @@ def test_head_versions_can_be_addressed_directly(
     """Both toxicity versions are served at once; fed the encoder's embedding of the same
     messages they answer differently, and each matches the moderation model that pins it."""
     texts = [*ABUSE["en"], *ABUSE["zh"]]
-    data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
-    text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
-    text.set_data_from_numpy(data)
-    tokens = client.infer("tokenizer", [text])
-    feeds = []
-    for name in ("input_ids", "attention_mask"):
-        value = tokens.as_numpy(name)
-        tensor = grpcclient.InferInput(name, list(value.shape), "INT64")
-        tensor.set_data_from_numpy(value)
-        feeds.append(tensor)
-    embedding = client.infer("encoder", feeds).as_numpy("embedding")
-    vec = grpcclient.InferInput("embedding", list(embedding.shape), "FP32")
-    vec.set_data_from_numpy(embedding)
+    vec = _embedding_input(_encode(client, texts))
     one = client.infer("toxicity", [vec], model_version="1").as_numpy("probabilities")
     two = client.infer("toxicity", [vec], model_version="2").as_numpy("probabilities")
     assert one.shape == two.shape == (len(texts), 3)
