@@ -32,7 +32,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
-from pipelines.policy import PolicyThresholds, decide
+from pipelines.policy import decide
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.verdict import Verdict
 from worker.inference import TritonModerationClient
@@ -145,7 +145,7 @@ async def run_ceiling(settings: Settings, texts: Sequence[str]) -> float:
 
 async def run_naive(settings: Settings, records: list[SampleRecord], topic: str) -> float:
     engine = RuleEngine(default_ruleset())
-    thresholds = PolicyThresholds(**settings.policy.model_dump())
+    thresholds = settings.policy
     async with (
         TritonModerationClient(settings.triton) as client,
         PostgresSink(settings.postgres, f"bench-naive-{topic}") as sink,

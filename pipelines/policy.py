@@ -70,10 +70,9 @@ class PolicyConfigError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class PolicyThresholds:
-    """Thresholds on model probabilities; same fields as ``worker.settings.PolicySettings``.
-
-    Build from settings with ``PolicyThresholds(**settings.policy.model_dump())``.
-    """
+    """Thresholds on model probabilities. The worker's settings hold one as ``policy``
+    (``MODSTREAM_POLICY__FLAG_HATE=0.4`` ...); a grey-zone harmful probability in
+    ``[escalate_low, escalate_high)`` escalates."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95

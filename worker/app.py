@@ -19,7 +19,6 @@ from typing import Any
 
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
-from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
 from worker.backpressure import Backpressure, FlowAction
 from worker.batcher import Batch, MicroBatcher
@@ -58,7 +57,7 @@ class Worker:
         rules_path = settings.rules.path
         ruleset = load_ruleset(rules_path) if rules_path else default_ruleset()
         self._engine = RuleEngine(ruleset)
-        self._thresholds = PolicyThresholds(**settings.policy.model_dump())
+        self._thresholds = settings.policy
         self._tracker = OffsetTracker()
         self._failpoints = Failpoints(settings.failpoint)
         self._backpressure = Backpressure(

@@ -200,7 +200,7 @@ async def _rescore_command(settings: Settings, wait_s: float, topic: str | None)
                 inference=inference,
                 store=sink,
                 publisher=publisher,
-                thresholds=PolicyThresholds(**settings.policy.model_dump()),
+                thresholds=settings.policy,
                 verdict_topic=settings.kafka.verdict_topic,
                 batch_items=settings.reliability.rescore_batch_items,
             )

@@ -12,11 +12,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipelines.policy import PolicyThresholds
+
 __all__ = [
     "BatchSettings",
     "HttpSettings",
     "KafkaSettings",
-    "PolicySettings",
     "PostgresSettings",
     "ReliabilitySettings",
     "ReviewSettings",
@@ -94,21 +95,6 @@ class BatchSettings(_Section):
     """Paused partitions resume once in-flight records fall below this share of the limit."""
 
 
-class PolicySettings(_Section):
-    """Thresholds on model probabilities; see ``pipelines.policy``."""
-
-    block_hate: float = 0.85
-    block_offensive: float = 0.95
-    flag_offensive: float = 0.60
-    flag_hate: float = 0.50
-    block_spam: float = 0.97
-    flag_spam: float = 0.70
-    flag_advertisement: float = 0.70
-    escalate_low: float = 0.45
-    """Grey zone: the highest harmful probability in [escalate_low, escalate_high) escalates."""
-    escalate_high: float = 0.85
-
-
 class RulesSettings(_Section):
     path: Path | None = None
     """A TOML rule file; ``None`` uses the shipped default set (English and Chinese)."""
@@ -184,7 +170,9 @@ class Settings(BaseSettings):
     postgres: PostgresSettings = PostgresSettings()
     triton: TritonSettings = TritonSettings()
     batch: BatchSettings = BatchSettings()
-    policy: PolicySettings = PolicySettings()
+    policy: PolicyThresholds = PolicyThresholds()
+    """Thresholds on model probabilities (``MODSTREAM_POLICY__BLOCK_HATE=0.9`` ...); the pure
+    dataclass of ``pipelines.policy`` itself, validated by its own checks."""
     rules: RulesSettings = RulesSettings()
     reliability: ReliabilitySettings = ReliabilitySettings()
     http: HttpSettings = HttpSettings()

@@ -36,12 +36,11 @@ def _hit(
     return RuleHit(rule_id=rule_id, category=category, severity=severity, action=action)
 
 
-def test_thresholds_default_to_settings_values() -> None:
-    """Defaults equal worker.settings.PolicySettings, field for field."""
-    from worker.settings import PolicySettings
+def test_thresholds_are_the_settings_defaults() -> None:
+    """The worker's policy section defaults to these thresholds."""
+    from worker.settings import Settings
 
-    assert dataclasses.asdict(T) == PolicySettings().model_dump()
-    assert PolicyThresholds(**PolicySettings().model_dump()) == T
+    assert Settings().policy == T
 
 
 @pytest.mark.parametrize(

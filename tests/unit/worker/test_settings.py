@@ -62,10 +62,15 @@ def test_dsn_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "hunter2" not in str(s.postgres)
 
 
-def test_policy_section_builds_thresholds() -> None:
-    """PolicySettings has exactly PolicyThresholds' fields, so the documented build works."""
-    s = Settings()
-    assert PolicyThresholds(**s.policy.model_dump()) == PolicyThresholds()
+def test_policy_section_is_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The policy section is PolicyThresholds itself: environment values land in it, and
+    thresholds that cannot work together are refused when the settings load."""
+    assert Settings().policy == PolicyThresholds()
+    monkeypatch.setenv("MODSTREAM_POLICY__BLOCK_HATE", "0.9")
+    assert Settings().policy == PolicyThresholds(block_hate=0.9)
+    monkeypatch.setenv("MODSTREAM_POLICY__FLAG_HATE", "0.95")
+    with pytest.raises(pydantic.ValidationError, match="flag_hate must not exceed block_hate"):
+        Settings()
 
 
 def test_project_root_holds_migrations() -> None:
