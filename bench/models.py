@@ -129,10 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         url = args.url
         if url is None:
-            from modelbuild.local_triton import local_triton
+            from worker.stack import private_triton
 
             state = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            url = stack.enter_context(local_triton(_REPOSITORY, state, base_port=28200)).grpc_url
+            ports = (28200, 28201, 28202)
+            url = stack.enter_context(private_triton(_REPOSITORY, state, ports)).endpoint
         b100 = [_batch(messages, 100, 100 * i) for i in range(args.batches)]
         direct = _direct(_REPOSITORY, args.model, args.threads)
         triton = _triton(url, args.model)

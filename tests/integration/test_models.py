@@ -19,10 +19,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from modelbuild.local_triton import LocalTriton, local_triton
 from modelbuild.serving.pipeline_model import lexicon_scores
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
 from worker.settings import project_root
+from worker.stack import TritonServer, private_triton
 
 pytestmark = pytest.mark.integration
 
@@ -49,17 +49,17 @@ PRAISE = {
 
 
 @pytest.fixture(scope="module")
-def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalTriton]:
+def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
     encoder = REPOSITORY / "encoder" / "1" / "model.onnx"
     assert encoder.is_file(), "run `modstream models build` before the model tests"
     state = tmp_path_factory.mktemp("triton")
-    with local_triton(REPOSITORY, state, base_port=28100) as server:
+    with private_triton(REPOSITORY, state, (28100, 28101, 28102)) as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def client(triton: LocalTriton) -> Iterator[grpcclient.InferenceServerClient]:
-    c = grpcclient.InferenceServerClient(triton.grpc_url)
+def client(triton: TritonServer) -> Iterator[grpcclient.InferenceServerClient]:
+    c = grpcclient.InferenceServerClient(triton.endpoint)
     yield c
     c.close()
 
@@ -264,7 +264,7 @@ def test_moderation_equals_its_composing_models(
 
 
 def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
-    triton: LocalTriton, client: grpcclient.InferenceServerClient
+    triton: TritonServer, client: grpcclient.InferenceServerClient
 ) -> None:
     """8 requests of 100 messages at once (the ensemble segfaulted Triton on this) each get
     their own 100 valid rows, equal to the same messages sent alone; the server stays healthy."""
@@ -272,7 +272,7 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
     batches = [texts[i * 100 : (i + 1) * 100] for i in range(8)]
 
     def send(batch: list[str]) -> dict[str, Array]:
-        own = grpcclient.InferenceServerClient(triton.grpc_url)
+        own = grpcclient.InferenceServerClient(triton.endpoint)
         try:
             return _infer(own, batch, queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
         finally:

@@ -1,7 +1,7 @@
 """The worker end to end against the REAL model repository (``model_repository/``).
 
 The shared stack serves the small test fixture model so the rest of the suite stays fast on a
-CPU; this test starts its own ``tritonserver`` (the stack's ``TritonServer`` on free ports) over
+CPU; this test starts its own ``tritonserver`` (``worker.stack.private_triton`` on free ports) over
 the repository that ``modstream models build`` produced, and runs a worker against it.
 """
 
@@ -18,7 +18,7 @@ from tests.integration.conftest import free_ports, wait_until
 from worker.app import Worker
 from worker.samples import produce, sample_stream
 from worker.settings import Settings, project_root
-from worker.stack import TritonServer
+from worker.stack import private_triton
 
 pytestmark = pytest.mark.integration
 
@@ -31,21 +31,9 @@ def real_triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     encoder = REPOSITORY / "encoder" / "1" / "model.onnx"
     assert encoder.is_file(), "run `modstream models build` before this test"
     http, grpc, metrics = free_ports(3)
-    stack = Settings().stack.model_copy(
-        update={
-            "state_dir": Path(tmp_path_factory.mktemp("real-triton")),
-            "model_repository": REPOSITORY,
-            "triton_http_port": http,
-            "triton_grpc_port": grpc,
-            "triton_metrics_port": metrics,
-        }
-    )
-    server = TritonServer(stack)
-    server.start()
-    try:
-        yield f"127.0.0.1:{grpc}"
-    finally:
-        server.stop()
+    state = Path(tmp_path_factory.mktemp("real-triton"))
+    with private_triton(REPOSITORY, state, (http, grpc, metrics)) as server:
+        yield server.endpoint
 
 
 async def test_worker_scores_with_the_real_models(

@@ -25,7 +25,7 @@ from worker.stack.kafka import KafkaServer
 from worker.stack.postgres import PostgresServer
 from worker.stack.service import LocalService, ServiceStatus
 from worker.stack.stack import SERVICE_NAMES, LocalStack, UpReport
-from worker.stack.triton import TritonServer
+from worker.stack.triton import TritonServer, private_triton
 
 __all__ = [
     "SERVICE_NAMES",
@@ -41,4 +41,5 @@ __all__ = [
     "ToolMissingError",
     "TritonServer",
     "UpReport",
+    "private_triton",
 ]

@@ -22,7 +22,8 @@ import sys
 import sysconfig
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from worker.settings import StackSettings, project_root
@@ -30,7 +31,13 @@ from worker.stack.errors import NoModelsError, ToolMissingError
 from worker.stack.process import cmdline
 from worker.stack.service import LocalService
 
-__all__ = ["TritonDistribution", "TritonServer", "model_names", "triton_environment"]
+__all__ = [
+    "TritonDistribution",
+    "TritonServer",
+    "model_names",
+    "private_triton",
+    "triton_environment",
+]
 
 _PROBE_TIMEOUT_S = 2.0
 
@@ -193,3 +200,27 @@ class TritonServer(LocalService):
                 return int(response.status) == 200
         except (urllib.error.URLError, OSError, ValueError):
             return False
+
+
+@contextmanager
+def private_triton(
+    repository: Path, state_dir: Path, ports: tuple[int, int, int]
+) -> Iterator[TritonServer]:
+    """A server of its own over ``repository`` (HTTP, gRPC and metrics on ``ports``, state under
+    ``state_dir``), stopped when the block exits: the model tests and ``bench.models`` grade a
+    repository whatever the stack happens to serve."""
+    http, grpc, metrics = ports
+    server = TritonServer(
+        StackSettings(
+            state_dir=state_dir,
+            model_repository=repository,
+            triton_http_port=http,
+            triton_grpc_port=grpc,
+            triton_metrics_port=metrics,
+        )
+    )
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
