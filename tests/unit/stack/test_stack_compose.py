@@ -3,8 +3,10 @@ Docker is optional for modstream and the engine is absent on the development mac
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +38,39 @@ def _compose_plugin() -> str | None:
 
 
 def test_services_use_official_images(compose: dict[str, Any]) -> None:
-    """Kafka 4.x, PostgreSQL and Triton come from their official images; the worker is built."""
+    """Kafka 4.x and PostgreSQL come from their official images, Triton from an image built on
+    the official one; the worker is built from the project."""
     services = compose["services"]
     assert services["kafka"]["image"].startswith("apache/kafka:4.")
     assert services["postgres"]["image"].startswith("postgres:")
-    assert services["triton"]["image"].startswith("nvcr.io/nvidia/tritonserver:")
+    triton_file = project_root() / services["triton"]["build"] / "Dockerfile"
+    assert "FROM nvcr.io/nvidia/tritonserver:" in triton_file.read_text(encoding="utf-8")
     assert services["worker"]["build"] == "."
     assert "image" not in services["worker"]
+
+
+def _third_party_imports(folder: Path) -> set[str]:
+    """Top-level modules the files in ``folder`` import, less the standard library and what
+    Triton's Python backend itself provides."""
+    found: set[str] = set()
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name.split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names) - {"__future__", "triton_python_backend_utils"}
+
+
+def test_triton_image_has_what_the_served_models_import() -> None:
+    """Every package the Python-backend models import is installed in the compose Triton image
+    (the official image has none of them)."""
+    dockerfile = (project_root() / "stack" / "triton" / "Dockerfile").read_text(encoding="utf-8")
+    wanted = _third_party_imports(project_root() / "modelbuild" / "serving")
+    pip_names = {"onnxruntime": "onnxruntime-gpu"}
+    assert {"numpy", "onnxruntime", "tokenizers", "vaderSentiment"} <= wanted
+    missing = [m for m in sorted(wanted) if f'"{pip_names.get(m, m)}' not in dockerfile]
+    assert missing == []
 
 
 def test_triton_reserves_a_gpu(compose: dict[str, Any]) -> None:
