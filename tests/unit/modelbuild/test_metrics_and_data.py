@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import io
+import json
+import tarfile
+import zipfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -11,6 +18,7 @@ from modelbuild.datasets import (
     _rating_label,
     held_out,
     is_question,
+    load_lexicons,
     synthetic,
 )
 from modelbuild.evaluate import keyword_intent
@@ -94,3 +102,41 @@ def test_keyword_baseline() -> None:
     assert keyword_intent("buy now at www.example.com") == INTENT.index("advertisement")
     assert keyword_intent("加微信领取福利") == INTENT.index("advertisement")
     assert keyword_intent("see you tomorrow") == INTENT.index("chat")
+
+
+def _tgz(path: Path, members: dict[str, bytes]) -> Path:
+    with tarfile.open(path, "w:gz") as tf:
+        for name, content in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(content)
+            tf.addfile(info, io.BytesIO(content))
+    return path
+
+
+def test_lexicons_merge_both_chinese_lists_in_simplified_script(tmp_path: Path) -> None:
+    naughty = _tgz(
+        tmp_path / "naughty-words-1.2.0.tgz",
+        {
+            "package/en.json": json.dumps(["jerk", "ok"]).encode(),
+            "package/zh.json": json.dumps(["傻逼", "x", "abc"]).encode(),
+        },
+    )
+    badwords = _tgz(
+        tmp_path / "bad-words-chinese-1.0.2.tgz",
+        {
+            "package/libs/badWordsChinese.json": json.dumps(
+                {"words": ["腦殘", "智障", "婊"]}
+            ).encode()
+        },
+    )
+    cleanse = tmp_path / "cleanse_speech-0.1.3-py3-none-any.whl"
+    with zipfile.ZipFile(cleanse, "w") as zf:
+        ads = " ".join(base64.b64encode(w.encode()).decode() for w in ("加微信", "q"))
+        zf.writestr("cleanse_speech/bin/cn_advertisement.bin", ads)
+
+    lex = load_lexicons(naughty, cleanse, badwords)
+
+    # Traditional 腦殘 arrives as Simplified 脑残; one-character and ASCII entries are dropped.
+    assert lex["zh"] == ["傻逼", "智障", "脑残"]
+    assert lex["en"] == ["jerk"]
+    assert lex["zh_ads"] == ["加微信"]
