@@ -112,9 +112,9 @@ def exit_description(pid: int) -> str:
     return f" (exit status {code})"
 
 
-def children_of(pid: int) -> list[int]:
-    """Direct children of ``pid`` according to ``/proc`` (e.g. Triton's backend stubs)."""
-    found: list[int] = []
+def _proc_stats() -> Iterator[tuple[int, list[str]]]:
+    """``(pid, fields)`` of every process in ``/proc``; ``fields`` is ``/proc/<pid>/stat`` after
+    the command name: state, parent pid, process group, ..."""
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -122,10 +122,12 @@ def children_of(pid: int) -> list[int]:
             stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 1 and fields[1] == str(pid):
-            found.append(int(entry.name))
-    return found
+        yield int(entry.name), stat.rsplit(")", 1)[-1].split()
+
+
+def children_of(pid: int) -> list[int]:
+    """Direct children of ``pid`` according to ``/proc`` (e.g. Triton's backend stubs)."""
+    return [child for child, fields in _proc_stats() if len(fields) > 1 and fields[1] == str(pid)]
 
 
 def is_alive(pid: int) -> bool:
@@ -262,18 +264,11 @@ def terminate(
 
 def group_members(pgid: int) -> list[int]:
     """Live (not zombie) processes whose process group is ``pgid``, from ``/proc``."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+    return [
+        member
+        for member, fields in _proc_stats()
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X")
+    ]
 
 
 def _wait_gone(pids: Sequence[int], grace_s: float) -> None:
