@@ -112,17 +112,23 @@ def exit_description(pid: int) -> str:
     return f" (exit status {code})"
 
 
+def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/<pid>/stat`` after the command name (state, parent pid, process group, ...);
+    None when it cannot be read (gone, or not ours to see)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[-1].split() if ")" in stat else []
+
+
 def _proc_stats() -> Iterator[tuple[int, list[str]]]:
-    """``(pid, fields)`` of every process in ``/proc``; ``fields`` is ``/proc/<pid>/stat`` after
-    the command name: state, parent pid, process group, ..."""
+    """``(pid, fields)`` of every readable process in ``/proc`` (fields as :func:`_stat_fields`)."""
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        yield int(entry.name), stat.rsplit(")", 1)[-1].split()
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None:
+                yield int(entry.name), fields
 
 
 def children_of(pid: int) -> list[int]:
@@ -139,12 +145,10 @@ def is_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    fields = _stat_fields(pid)
+    if fields is None:
         return False
-    state = stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else "?"
-    return state not in ("Z", "X")
+    return (fields[0] if fields else "?") not in ("Z", "X")
 
 
 def _read_cmdline(pid: int) -> tuple[str, ...]:
@@ -159,11 +163,7 @@ def _is_user_process(pid: int) -> bool:
     """Alive, not a zombie and not a kernel thread: a process that has (or gets) an argv."""
     if not is_alive(pid):
         return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    fields = stat.rsplit(")", 1)[-1].split()
+    fields = _stat_fields(pid) or []
     return len(fields) > 6 and fields[6].isdigit() and not int(fields[6]) & _PF_KTHREAD
 
 
