@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     with ExitStack() as stack:
         url = args.url
         if url is None:
-            from worker.stack import private_triton
+            from stack import private_triton
 
             state = Path(stack.enter_context(tempfile.TemporaryDirectory()))
             ports = (28200, 28201, 28202)

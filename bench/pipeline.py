@@ -35,10 +35,11 @@ from pipelines.messages import SourcePosition
 from pipelines.policy import decide
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.verdict import Verdict
+from stack.samples import SampleRecord, load_texts, produce
+from stack.settings import StackSettings
 from worker.inference import TritonModerationClient
 from worker.processing import text_sha256
-from worker.samples import SampleRecord, load_texts, produce
-from worker.settings import Settings
+from worker.settings import WorkerSettings
 from worker.sink import PostgresSink, SinkBatch
 
 _PARTITIONS = 4
@@ -82,7 +83,7 @@ def _ready(url: str) -> bool:
         return False
 
 
-async def run_e2e(settings: Settings, records: list[SampleRecord], topic: str) -> float:
+async def run_e2e(settings: WorkerSettings, records: list[SampleRecord], topic: str) -> float:
     await _create_topic(settings.kafka.bootstrap_servers, topic)
     await produce(settings.kafka.bootstrap_servers, topic, records)
     env = dict(os.environ)
@@ -94,11 +95,11 @@ async def run_e2e(settings: Settings, records: list[SampleRecord], topic: str) -
             "MODSTREAM_HTTP__PORT": str(_BENCH_HTTP_PORT),
         }
     )
-    log_path = settings.stack.state_dir / "bench-worker.log"
+    log_path = StackSettings().state_dir / "bench-worker.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("wb") as log:
         worker = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "worker.cli", "worker", env=env, stdout=log, stderr=log
+            sys.executable, "-m", "modstream.cli", "worker", env=env, stdout=log, stderr=log
         )
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
@@ -126,7 +127,7 @@ async def run_e2e(settings: Settings, records: list[SampleRecord], topic: str) -
     return len(records) / elapsed
 
 
-async def run_ceiling(settings: Settings, texts: Sequence[str]) -> float:
+async def run_ceiling(settings: WorkerSettings, texts: Sequence[str]) -> float:
     size = settings.batch.max_items
     batches = [list(texts[i : i + size]) for i in range(0, len(texts), size)]
     gate = asyncio.Semaphore(settings.batch.max_in_flight)
@@ -143,7 +144,7 @@ async def run_ceiling(settings: Settings, texts: Sequence[str]) -> float:
     return len(texts) / elapsed
 
 
-async def run_naive(settings: Settings, records: list[SampleRecord], topic: str) -> float:
+async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic: str) -> float:
     engine = RuleEngine(default_ruleset())
     thresholds = settings.policy
     async with (
@@ -178,7 +179,7 @@ async def run_naive(settings: Settings, records: list[SampleRecord], topic: str)
 
 
 async def main(count: int, naive_count: int, seed: int) -> None:
-    settings = Settings()
+    settings = WorkerSettings()
     run = uuid.uuid4().hex[:8]
     records = chat_records(count, seed, f"bench-{run}")
     texts = [orjson.loads(r.value)["text"] for r in records]

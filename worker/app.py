@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from common.logs import configure_logging, get_logger
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
@@ -26,7 +27,6 @@ from worker.breaker import BreakerState
 from worker.failpoints import Failpoints
 from worker.http import HealthServer
 from worker.inference import InferenceUnavailable, TritonModerationClient
-from worker.logs import configure_logging, get_logger
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.outbox import VerdictOutbox
@@ -35,7 +35,7 @@ from worker.publisher import KafkaPublisher
 from worker.rescore import Rescorer
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
-from worker.settings import Settings
+from worker.settings import WorkerSettings
 from worker.sink import PostgresSink
 from worker.source import KafkaSource
 
@@ -51,7 +51,7 @@ class Worker:
     _strikes: StrikeCache
     """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the sink)."""
 
-    def __init__(self, settings: Settings, *, metrics: Metrics | None = None) -> None:
+    def __init__(self, settings: WorkerSettings, *, metrics: Metrics | None = None) -> None:
         self._settings = settings
         self.metrics = metrics or Metrics()
         rules_path = settings.rules.path
@@ -332,7 +332,7 @@ class Worker:
                 await asyncio.wait_for(done.wait(), 1.0)
 
 
-async def _run_until_signalled(settings: Settings) -> None:
+async def _run_until_signalled(settings: WorkerSettings) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -340,7 +340,8 @@ async def _run_until_signalled(settings: Settings) -> None:
     await Worker(settings).run(stop)
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
     configure_logging(settings.log_level)
     asyncio.run(_run_until_signalled(settings))
     return 0

@@ -15,9 +15,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from common.logs import get_logger
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores, ScoreRowError
 from worker.breaker import BreakerState, CircuitBreaker
-from worker.logs import get_logger
 from worker.retry import RetryBudget, backoff_s
 from worker.settings import TritonSettings
 

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 
 import orjson
 
+from common.logs import get_logger
 from pipelines.messages import SourcePosition
 from pipelines.verdict_record import SCHEMA_VERSION
-from worker.logs import get_logger
 from worker.publisher import PublishError
 from worker.sink import SinkError
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from common.logs import get_logger
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds, decide
@@ -27,7 +28,6 @@ from pipelines.verdict_record import verdict_kafka_records
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
-from worker.logs import get_logger
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.publisher import PublishError

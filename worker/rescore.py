@@ -19,15 +19,15 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from common.logs import configure_logging, get_logger
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.verdict import Verdict
 from pipelines.verdict_record import verdict_kafka_records
 from worker.inference import InferenceError, InferenceResult
-from worker.logs import configure_logging, get_logger
 from worker.publisher import PublishError
-from worker.settings import Settings
+from worker.settings import WorkerSettings
 from worker.sink import Escalation, PendingRow, SinkError
 
 __all__ = ["Rescorer", "hits_from_json", "register"]
@@ -182,7 +182,7 @@ class Rescorer:
                 await asyncio.wait_for(done.wait(), interval_s)
 
 
-async def _rescore_command(settings: Settings, wait_s: float, topic: str | None) -> int:
+async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str | None) -> int:
     from worker.inference import TritonModerationClient
     from worker.publisher import KafkaPublisher
     from worker.sink import PostgresSink
@@ -211,7 +211,8 @@ async def _rescore_command(settings: Settings, wait_s: float, topic: str | None)
     return 0
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
     configure_logging(settings.log_level)
     return asyncio.run(_rescore_command(settings, float(args.wait_ready_s), args.topic))
 

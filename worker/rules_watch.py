@@ -12,8 +12,8 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from common.logs import get_logger
 from pipelines.rules import RuleEngine, RuleLoadError, load_ruleset
-from worker.logs import get_logger
 
 __all__ = ["RulesWatcher"]
 

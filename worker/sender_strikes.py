@@ -1,7 +1,7 @@
 """Moderators' strikes fed back into the rules: repeat offenders escalate sooner.
 
 Decisions in the review console add weighted, decaying strikes per sender (``sender_strikes``,
-see ``worker/review/strikes.py``). Before the rules run on a fetch, the worker looks up the live
+see ``review/strikes.py``). Before the rules run on a fetch, the worker looks up the live
 totals of that fetch's senders in one query (cached for ``ttl_s``) and puts them in the
 message's ``metadata.sender_strikes``, where the ``profile.repeat_offender`` rule reads them. A
 value the platform sent is kept when it is higher. Lookup failures never hold up moderation: the
@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
+from common.logs import get_logger
 from pipelines.messages import ChatMessage
-from worker.logs import get_logger
 
 __all__ = ["StrikeCache", "StrikeSource"]
 

@@ -507,8 +507,8 @@ class PostgresSink:
         )
 
     async def sender_strikes(self, sender_ids: Sequence[str]) -> dict[str, int]:
-        """Live strike totals from moderators' decisions (``worker/review/strikes.py``)."""
-        from worker.review.strikes import active_strikes
+        """Live strike totals from moderators' decisions (``review/strikes.py``)."""
+        from common.strikes import active_strikes
 
         try:
             return await active_strikes(self._require_pool(), sender_ids)

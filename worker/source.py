@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
-from worker.logs import get_logger
+from common.logs import get_logger
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.retry import backoff_s
 from worker.settings import KafkaSettings

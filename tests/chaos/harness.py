@@ -24,11 +24,12 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from admin.migrate import apply_migrations, discover
+from common.settings import project_root
 from pipelines.decode import DecodeError, decode_message
-from worker.kafka_tools import end_offsets
-from worker.migrate import apply_migrations, discover
-from worker.samples import load_texts
-from worker.settings import Settings, project_root
+from stack.kafka_tools import end_offsets
+from stack.samples import load_texts
+from worker.settings import WorkerSettings
 
 __all__ = [
     "ChaosEnv",
@@ -228,10 +229,10 @@ def expected_outcome(value: bytes, max_bytes: int) -> Outcome:
 
 
 class ChaosEnv:
-    """Settings from the environment, a throw-away migrated database, a folder for logs."""
+    """WorkerSettings from the environment, a throw-away migrated database, a folder for logs."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.settings = Settings()
+        self.settings = WorkerSettings()
         self.run_dir = run_dir
         self.admin_dsn = self.settings.postgres.dsn.get_secret_value()
         self.database = f"chaos_{uuid.uuid4().hex[:10]}"
@@ -530,7 +531,7 @@ class WorkerProc:
             env["MODSTREAM_FAILPOINT"] = failpoint
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "worker.cli", "worker"],
+                [sys.executable, "-m", "modstream.cli", "worker"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

@@ -14,8 +14,12 @@ from pathlib import Path
 
 import orjson
 
+from common.settings import project_root
 from pipelines.rules import RuleLoadError, load_ruleset
 from pipelines.rules.config import compile_re2
+from stack import LocalStack
+from stack.kafka_tools import end_offsets
+from stack.settings import StackToolSettings
 from tests.chaos.harness import (
     ChaosEnv,
     Ledger,
@@ -28,9 +32,6 @@ from tests.chaos.harness import (
     good_record,
 )
 from worker.failpoints import FAILPOINT_NAMES
-from worker.kafka_tools import end_offsets
-from worker.settings import project_root
-from worker.stack import LocalStack
 
 __all__ = ["SCENARIOS", "Sizes"]
 
@@ -205,7 +206,7 @@ async def _outage(
     worker.start()
     traffic = Traffic(env, topics, ledger, service, sizes.outage_rate_per_s, rng)
     traffic.start()
-    target = LocalStack(env.settings).services[service]
+    target = LocalStack(StackToolSettings()).services[service]
     await asyncio.sleep(10)
     before = await env.handled(topics) or 0
     result.peak_rss_mb = env.rss.reset()
@@ -296,7 +297,7 @@ async def kafka_restart(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> Scen
     await env.wait_handled(topics, sizes.kafka_messages // 2, timeout_s=120)
     await asyncio.sleep(3)
     await traffic.stop()  # the test's producer would only fail while the broker is away
-    kafka = LocalStack(env.settings).services["kafka"]
+    kafka = LocalStack(StackToolSettings()).services["kafka"]
     result.peak_rss_mb = env.rss.reset()
     await asyncio.to_thread(kafka.stop)
     await asyncio.sleep(5)

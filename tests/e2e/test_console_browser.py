@@ -24,10 +24,10 @@ from typing import Any
 import asyncpg
 import pytest
 
-from worker.review.auth import create_user
-from worker.review.models import Role
-from worker.review.testing import temporary_database
-from worker.settings import Settings
+from review.auth import create_user
+from review.schemas import Role
+from review.settings import ReviewServiceSettings
+from tests.support import temporary_database
 
 pytestmark = pytest.mark.integration
 
@@ -54,8 +54,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def settings() -> Settings:
-    loaded = Settings()
+def settings() -> ReviewServiceSettings:
+    loaded = ReviewServiceSettings()
     if not _kafka_reachable(loaded.kafka.bootstrap_servers):
         pytest.skip(
             f"Kafka at {loaded.kafka.bootstrap_servers} is not reachable; "
@@ -74,14 +74,14 @@ def settings() -> Settings:
 
 
 @pytest.fixture(scope="module")
-async def db_settings(settings: Settings) -> AsyncIterator[Settings]:
+async def db_settings(settings: ReviewServiceSettings) -> AsyncIterator[ReviewServiceSettings]:
     async with temporary_database(settings, prefix="modstream_test_e2e") as scoped:
         yield scoped
 
 
 @pytest.fixture(scope="module")
 def server(
-    db_settings: Settings, tmp_path_factory: pytest.TempPathFactory
+    db_settings: ReviewServiceSettings, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Path]]:
     """``modstream review serve`` on a free port against the test database; (URL, log file)."""
     port = _free_port()
@@ -93,7 +93,7 @@ def server(
         "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": db_settings.kafka.bootstrap_servers,
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "worker.cli", "review", "serve", "--port", str(port)],
+        [sys.executable, "-m", "modstream.cli", "review", "serve", "--port", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=log,
@@ -146,7 +146,9 @@ async def _seed(conn: Any, message_id: str) -> int:
     return item_id
 
 
-async def _consume_decision(settings: Settings, message_id: str, timeout_s: float) -> Any:
+async def _consume_decision(
+    settings: ReviewServiceSettings, message_id: str, timeout_s: float
+) -> Any:
     from aiokafka import AIOKafkaConsumer
 
     consumer = AIOKafkaConsumer(
@@ -172,7 +174,7 @@ async def _consume_decision(settings: Settings, message_id: str, timeout_s: floa
 
 
 async def test_console_sign_in_claim_decide_audit_and_kafka(
-    db_settings: Settings, server: tuple[str, Path], tmp_path: Path
+    db_settings: ReviewServiceSettings, server: tuple[str, Path], tmp_path: Path
 ) -> None:
     """A moderator signs in, claims the top item, decides by keyboard; audit and Kafka agree."""
     message_id = f"e2e-{secrets.token_hex(6)}"

@@ -17,8 +17,9 @@ import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from pydantic import SecretStr
 
-from worker.migrate import apply_migrations, discover
-from worker.settings import Settings, project_root
+from admin.migrate import apply_migrations, discover
+from common.settings import project_root
+from worker.settings import WorkerSettings
 
 PARTITIONS = 4
 
@@ -41,13 +42,13 @@ def _dsn_for(dsn: str, database: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def stack_settings() -> Settings:
-    """Settings pointing at the running stack (fails loudly if it is not up)."""
-    return Settings()
+def stack_settings() -> WorkerSettings:
+    """WorkerSettings pointing at the running stack (fails loudly if it is not up)."""
+    return WorkerSettings()
 
 
 @pytest.fixture(scope="session")
-async def database(stack_settings: Settings) -> AsyncIterator[str]:
+async def database(stack_settings: WorkerSettings) -> AsyncIterator[str]:
     """A freshly created and migrated database for this test session; dropped afterwards."""
     admin_dsn = stack_settings.postgres.dsn.get_secret_value()
     name = f"mstest_{uuid.uuid4().hex[:10]}"
@@ -71,7 +72,7 @@ async def database(stack_settings: Settings) -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def topics(stack_settings: Settings) -> AsyncIterator[dict[str, str]]:
+async def topics(stack_settings: WorkerSettings) -> AsyncIterator[dict[str, str]]:
     """Unique input/DLQ/verdict/decision topics and consumer group for one test."""
     suffix = uuid.uuid4().hex[:8]
     names = {
@@ -99,8 +100,10 @@ async def topics(stack_settings: Settings) -> AsyncIterator[dict[str, str]]:
 
 
 @pytest.fixture
-def worker_settings(stack_settings: Settings, database: str, topics: dict[str, str]) -> Settings:
-    """Settings for a worker on this test's topics and the session database."""
+def worker_settings(
+    stack_settings: WorkerSettings, database: str, topics: dict[str, str]
+) -> WorkerSettings:
+    """WorkerSettings for a worker on this test's topics and the session database."""
     s = stack_settings
     return s.model_copy(
         update={

@@ -11,11 +11,12 @@ from typing import Any
 import asyncpg
 import pytest
 
-from worker.retention import apply_retention
-from worker.review.models import Action, Role, User
-from worker.review.queue import ReviewQueue
-from worker.review.testing import temporary_database
-from worker.settings import Settings, project_root
+from admin.retention import apply_retention
+from common.settings import project_root
+from review.queue import ReviewQueue
+from review.schemas import Action, Role, User
+from review.settings import ReviewServiceSettings
+from tests.support import temporary_database
 
 pytestmark = pytest.mark.integration
 
@@ -33,7 +34,7 @@ _QUERIES = example_queries()
 
 
 @pytest.fixture(scope="module")
-async def db(db_settings: Settings) -> AsyncIterator[asyncpg.Pool[Any]]:
+async def db(db_settings: ReviewServiceSettings) -> AsyncIterator[asyncpg.Pool[Any]]:
     pool = await asyncpg.create_pool(
         db_settings.postgres.dsn.get_secret_value(), min_size=1, max_size=4
     )
@@ -43,8 +44,10 @@ async def db(db_settings: Settings) -> AsyncIterator[asyncpg.Pool[Any]]:
 
 
 @pytest.fixture(scope="module")
-async def db_settings() -> AsyncIterator[Settings]:
-    async with temporary_database(Settings(), prefix="modstream_test_analysts") as settings:
+async def db_settings() -> AsyncIterator[ReviewServiceSettings]:
+    async with temporary_database(
+        ReviewServiceSettings(), prefix="modstream_test_analysts"
+    ) as settings:
         yield settings
 
 
@@ -87,7 +90,7 @@ async def _verdict(
     return sent
 
 
-async def _seed(pool: asyncpg.Pool[Any], settings: Settings) -> None:
+async def _seed(pool: asyncpg.Pool[Any], settings: ReviewServiceSettings) -> None:
     """Verdicts in two groups, two escalations decided through the review queue."""
     async with pool.acquire() as conn:
         await _verdict(
@@ -214,7 +217,9 @@ async def test_views_compute_agreement_rates_and_rule_ranks(db: asyncpg.Pool[Any
     assert review["decided"] == 2
 
 
-async def test_retention_drops_old_months_and_creates_upcoming(db_settings: Settings) -> None:
+async def test_retention_drops_old_months_and_creates_upcoming(
+    db_settings: ReviewServiceSettings,
+) -> None:
     """--keep 90d drops whole old monthly partitions and old default rows, keeps recent ones."""
     conn = await asyncpg.connect(db_settings.postgres.dsn.get_secret_value())
     try:

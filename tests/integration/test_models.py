@@ -19,10 +19,10 @@ import pytest
 import tritonclient.grpc as grpcclient
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from common.settings import project_root
 from modelbuild.serving.pipeline_model import lexicon_scores
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
-from worker.settings import project_root
-from worker.stack import TritonServer, private_triton
+from stack import TritonServer, private_triton
 
 pytestmark = pytest.mark.integration
 

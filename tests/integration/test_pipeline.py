@@ -15,11 +15,11 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from stack.kafka_tools import end_offsets
+from stack.samples import SampleRecord, produce, sample_stream
 from tests.integration.conftest import wait_until
 from worker.app import Worker
-from worker.kafka_tools import end_offsets
-from worker.samples import SampleRecord, produce, sample_stream
-from worker.settings import Settings
+from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +61,7 @@ async def _drain_topic(
     return records
 
 
-async def test_every_record_gets_exactly_one_outcome(worker_settings: Settings) -> None:
+async def test_every_record_gets_exactly_one_outcome(worker_settings: WorkerSettings) -> None:
     """N produced records end as exactly N verdict rows or dead letters, with offsets stored in
     Postgres and committed to Kafka, and one published verdict per verdict row."""
     s = worker_settings
@@ -147,7 +147,7 @@ async def test_every_record_gets_exactly_one_outcome(worker_settings: Settings) 
         assert int(headers["source_offset"]) >= 0
 
 
-def _worker_env(s: Settings) -> dict[str, str]:
+def _worker_env(s: WorkerSettings) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
@@ -166,10 +166,10 @@ def _worker_env(s: Settings) -> dict[str, str]:
     return env
 
 
-def _start_worker(s: Settings, log: Path) -> subprocess.Popen[bytes]:
+def _start_worker(s: WorkerSettings, log: Path) -> subprocess.Popen[bytes]:
     with log.open("ab") as sink:
         return subprocess.Popen(
-            [sys.executable, "-m", "worker.cli", "worker"],
+            [sys.executable, "-m", "modstream.cli", "worker"],
             env=_worker_env(s),
             stdout=subprocess.DEVNULL,
             stderr=sink,
@@ -177,7 +177,7 @@ def _start_worker(s: Settings, log: Path) -> subprocess.Popen[bytes]:
 
 
 async def test_kill_and_restart_loses_nothing_and_doubles_nothing(
-    worker_settings: Settings, tmp_path: Path
+    worker_settings: WorkerSettings, tmp_path: Path
 ) -> None:
     """A worker killed with SIGKILL mid-stream and started again leaves exactly one verdict per
     good record and one dead letter per bad one; a SIGTERM'd worker drains and exits 0."""
@@ -232,7 +232,9 @@ async def test_kill_and_restart_loses_nothing_and_doubles_nothing(
     assert dead == len(records) - good
 
 
-async def test_moderators_strikes_escalate_repeat_offenders(worker_settings: Settings) -> None:
+async def test_moderators_strikes_escalate_repeat_offenders(
+    worker_settings: WorkerSettings,
+) -> None:
     """A sender with 3 live strikes from moderators' decisions (``sender_strikes``) trips the
     repeat-offender rule on an otherwise harmless message; a sender without strikes does not."""
     s = worker_settings

@@ -19,6 +19,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from pydantic import SecretStr
 
+from common.settings import project_root
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
@@ -26,7 +27,7 @@ from pipelines.verdict import Verdict
 from tests.chaos.harness import ChaosEnv, Ledger, good_record
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
-from worker.settings import Settings, project_root
+from worker.settings import WorkerSettings
 from worker.sink import DeadLetter, PendingText, PostgresSink, SinkBatch
 
 pytestmark = pytest.mark.integration
@@ -68,7 +69,7 @@ async def _read_topic(bootstrap: str, topic: str, expected: int) -> list[dict[st
     return out
 
 
-async def _store(s: Settings, verdicts: list[Verdict], texts: list[str]) -> None:
+async def _store(s: WorkerSettings, verdicts: list[Verdict], texts: list[str]) -> None:
     async with PostgresSink(s.postgres, s.kafka.group_id) as sink:
         await sink.write(
             SinkBatch(
@@ -82,7 +83,7 @@ async def _store(s: Settings, verdicts: list[Verdict], texts: list[str]) -> None
 
 
 async def test_outbox_relays_unpublished_rows_once_and_marks_them(
-    worker_settings: Settings,
+    worker_settings: WorkerSettings,
 ) -> None:
     """Rows stored but never published reach the verdict topic and are marked published; a
     second relay round finds nothing to send."""
@@ -109,7 +110,9 @@ async def test_outbox_relays_unpublished_rows_once_and_marks_them(
     assert unpublished == 0
 
 
-async def test_rescore_command_updates_pending_verdicts_in_place(worker_settings: Settings) -> None:
+async def test_rescore_command_updates_pending_verdicts_in_place(
+    worker_settings: WorkerSettings,
+) -> None:
     """``modstream rescore`` turns pending_model rows into model verdicts (same row, model name
     and version set), deletes their stored texts and publishes the new verdicts."""
     s = worker_settings
@@ -128,7 +131,7 @@ async def test_rescore_command_updates_pending_verdicts_in_place(worker_settings
     )
     run = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "worker.cli", "rescore", "--topic", topic],
+        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", topic],
         env=env,
         cwd=project_root(),
         capture_output=True,
@@ -187,8 +190,10 @@ async def test_chaos_ledger_counts_a_lost_record_and_a_double_outcome(tmp_path: 
             )
         partition, offset = coords[0]
         letter = DeadLetter(SourcePosition(topics.input_topic, partition, offset), "x", "x", 1)
-        settings = Settings().model_copy(
-            update={"postgres": Settings().postgres.model_copy(update={"dsn": SecretStr(env.dsn)})}
+        settings = WorkerSettings().model_copy(
+            update={
+                "postgres": WorkerSettings().postgres.model_copy(update={"dsn": SecretStr(env.dsn)})
+            }
         )
         async with PostgresSink(settings.postgres, topics.group_id) as sink:
             await sink.write(SinkBatch(stored, dead_letters=[letter]))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import project_root
+from common.settings import project_root
 
 pytestmark = pytest.mark.integration
 

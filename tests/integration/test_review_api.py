@@ -12,25 +12,27 @@ import asyncpg
 import httpx
 import pytest
 
-from worker.review.api import create_app
-from worker.review.auth import create_user
-from worker.review.errors import ClaimLimitError, ItemClaimedError
-from worker.review.models import Role, User
-from worker.review.queue import ReviewQueue
-from worker.review.testing import MemorySink, temporary_database
-from worker.settings import ReviewSettings, Settings
+from review.api import create_app
+from review.auth import create_user
+from review.errors import ClaimLimitError, ItemClaimedError
+from review.queue import ReviewQueue
+from review.schemas import Role, User
+from review.settings import ReviewServiceSettings, ReviewSettings
+from tests.support import MemorySink, temporary_database
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-async def db_settings() -> AsyncIterator[Settings]:
-    async with temporary_database(Settings(), prefix="modstream_test_review") as settings:
+async def db_settings() -> AsyncIterator[ReviewServiceSettings]:
+    async with temporary_database(
+        ReviewServiceSettings(), prefix="modstream_test_review"
+    ) as settings:
         yield settings
 
 
 @pytest.fixture(scope="module")
-async def pool(db_settings: Settings) -> AsyncIterator[asyncpg.Pool[Any]]:
+async def pool(db_settings: ReviewServiceSettings) -> AsyncIterator[asyncpg.Pool[Any]]:
     the_pool = await asyncpg.create_pool(
         db_settings.postgres.dsn.get_secret_value(), min_size=2, max_size=24
     )
@@ -53,7 +55,7 @@ def sink() -> MemorySink:
 
 @pytest.fixture
 async def client(
-    db_settings: Settings, pool: asyncpg.Pool[Any], sink: MemorySink
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], sink: MemorySink
 ) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(db_settings, pool=pool, sink=sink)
     async with (
@@ -247,7 +249,7 @@ async def test_queue_orders_by_priority_strikes_confidence_and_filters(
 
 
 async def test_claim_is_exclusive_under_concurrency(
-    db_settings: Settings, pool: asyncpg.Pool[Any]
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any]
 ) -> None:
     """Twelve moderators claiming one item at once: exactly one wins, the rest get item_claimed."""
     queue = ReviewQueue(pool, db_settings.review)
@@ -264,13 +266,13 @@ async def test_claim_is_exclusive_under_concurrency(
 
 
 async def test_claim_next_never_hands_one_item_to_two_moderators(
-    db_settings: Settings, pool: asyncpg.Pool[Any]
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any]
 ) -> None:
     """Ten concurrent claim-next calls over five items: five distinct claims, five empty answers."""
     queue = ReviewQueue(pool, db_settings.review)
     items = {await seed(pool, priority=0.1 * i) for i in range(5)}
     users = [User(id=i, name=f"m{i}", role=Role.MODERATOR) for i in range(10)]
-    from worker.review.models import QueueFilter
+    from review.schemas import QueueFilter
 
     results = await asyncio.gather(*(queue.claim_next(u, QueueFilter()) for u in users))
     claimed = [r.item_id for r in results if r is not None]
@@ -281,7 +283,7 @@ async def test_claim_next_never_hands_one_item_to_two_moderators(
 
 
 async def test_claims_per_moderator_are_bounded(
-    db_settings: Settings, pool: asyncpg.Pool[Any]
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any]
 ) -> None:
     """With a bound of two, concurrent claims by one moderator stop at two; renewing is free."""
     review = db_settings.review.model_copy(update={"max_claims_per_user": 2})
@@ -405,7 +407,10 @@ async def test_decide_writes_audit_strike_and_publishes(
 
 
 async def test_decision_survives_kafka_outage_through_the_outbox(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink, db_settings: Settings
+    client: httpx.AsyncClient,
+    pool: asyncpg.Pool[Any],
+    sink: MemorySink,
+    db_settings: ReviewServiceSettings,
 ) -> None:
     """With the sink down the decision is stored unpublished; the relay sends it once it is back."""
     headers = _auth(await _token(pool, "erin"))
@@ -421,7 +426,7 @@ async def test_decision_survives_kafka_outage_through_the_outbox(
     assert pending["published_at"] is None
     assert pending["attempts"] >= 1
 
-    from worker.review.decisions import OutboxRelay
+    from review.decisions import OutboxRelay
 
     sink.failing = False
     assert await OutboxRelay(pool, sink).flush() == 1
@@ -500,10 +505,10 @@ async def test_openapi_document_is_served_to_signed_in_callers(
 
 
 async def test_active_strikes_for_the_worker(
-    db_settings: Settings, pool: asyncpg.Pool[Any]
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any]
 ) -> None:
     """active_strikes sums live strikes per sender and reports 0 for unknown senders."""
-    from worker.review import active_strikes
+    from common.strikes import active_strikes
 
     item_id = await seed(pool)
     await pool.execute(
@@ -539,7 +544,7 @@ async def test_disabled_users_lose_token_and_sessions(
     client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
 ) -> None:
     """disable_user revokes the API token and deletes the user's console sessions."""
-    from worker.review.auth import disable_user
+    from review.auth import disable_user
 
     token = await _token(pool, "leaver")
     assert (await client.get("/api/me", headers=_auth(token))).status_code == 200

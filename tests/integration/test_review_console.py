@@ -11,11 +11,11 @@ import asyncpg
 import httpx
 import pytest
 
-from worker.review.api import create_app
-from worker.review.auth import create_user
-from worker.review.models import Role
-from worker.review.testing import MemorySink, temporary_database
-from worker.settings import Settings
+from review.api import create_app
+from review.auth import create_user
+from review.schemas import Role
+from review.settings import ReviewServiceSettings
+from tests.support import MemorySink, temporary_database
 
 pytestmark = pytest.mark.integration
 
@@ -23,13 +23,15 @@ _XSS = "<script>alert('x')</script> you are awful"
 
 
 @pytest.fixture(scope="module")
-async def db_settings() -> AsyncIterator[Settings]:
-    async with temporary_database(Settings(), prefix="modstream_test_console") as settings:
+async def db_settings() -> AsyncIterator[ReviewServiceSettings]:
+    async with temporary_database(
+        ReviewServiceSettings(), prefix="modstream_test_console"
+    ) as settings:
         yield settings
 
 
 @pytest.fixture(scope="module")
-async def pool(db_settings: Settings) -> AsyncIterator[asyncpg.Pool[Any]]:
+async def pool(db_settings: ReviewServiceSettings) -> AsyncIterator[asyncpg.Pool[Any]]:
     the_pool = await asyncpg.create_pool(
         db_settings.postgres.dsn.get_secret_value(), min_size=1, max_size=4
     )
@@ -44,7 +46,7 @@ def sink() -> MemorySink:
 
 @pytest.fixture
 async def client(
-    db_settings: Settings, pool: asyncpg.Pool[Any], sink: MemorySink
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], sink: MemorySink
 ) -> AsyncIterator[httpx.AsyncClient]:
     await pool.execute(
         "TRUNCATE review_decision_outbox, sender_strikes, review_events, review_items, "

@@ -18,16 +18,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from common.settings import project_root
+from stack import KafkaServer, LocalStack, PostgresServer, TritonServer
+from stack.process import cmdline, is_alive, spawn, terminate
+from stack.settings import StackToolSettings
+from stack.topics import list_topics
 from tests.integration.conftest import free_ports
-from worker.settings import Settings, project_root
-from worker.stack import KafkaServer, LocalStack, PostgresServer, TritonServer
-from worker.stack.process import cmdline, is_alive, spawn, terminate
-from worker.stack.topics import list_topics
 
 pytestmark = pytest.mark.integration
 
 FIXTURE_REPOSITORY = project_root() / "tests" / "fixtures" / "model_repository"
-MODSTREAM = [sys.executable, "-m", "worker.cli", "stack"]
+MODSTREAM = [sys.executable, "-m", "modstream.cli", "stack"]
 PORT_KEYS = (
     "KAFKA_PORT",
     "KAFKA_CONTROLLER_PORT",
@@ -77,8 +78,8 @@ def stack_env(request: pytest.FixtureRequest) -> Iterator[dict[str, str]]:
             shutil.rmtree(state_dir, ignore_errors=True)
 
 
-def _settings(env: dict[str, str]) -> Settings:
-    return Settings(
+def _settings(env: dict[str, str]) -> StackToolSettings:
+    return StackToolSettings(
         stack={  # type: ignore[arg-type]
             "state_dir": env["MODSTREAM_STACK__STATE_DIR"],
             "model_repository": env["MODSTREAM_STACK__MODEL_REPOSITORY"],

@@ -1,7 +1,7 @@
 """The worker end to end against the REAL model repository (``model_repository/``).
 
 The shared stack serves the small test fixture model so the rest of the suite stays fast on a
-CPU; this test starts its own ``tritonserver`` (``worker.stack.private_triton`` on free ports) over
+CPU; this test starts its own ``tritonserver`` (``stack.private_triton`` on free ports) over
 the repository that ``modstream models build`` produced, and runs a worker against it.
 """
 
@@ -14,11 +14,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from common.settings import project_root
+from stack import private_triton
+from stack.samples import produce, sample_stream
 from tests.integration.conftest import free_ports, wait_until
 from worker.app import Worker
-from worker.samples import produce, sample_stream
-from worker.settings import Settings, project_root
-from worker.stack import private_triton
+from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,7 @@ def real_triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 async def test_worker_scores_with_the_real_models(
-    worker_settings: Settings, real_triton: str
+    worker_settings: WorkerSettings, real_triton: str
 ) -> None:
     """Every produced record gets exactly one outcome; records the rules leave to the model are
     scored by the real ``moderation`` ensemble (version 1), and abusive sample lines end up with

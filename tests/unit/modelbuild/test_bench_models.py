@@ -7,7 +7,7 @@ import json
 import time
 
 from bench.models import _interleaved, _model_args
-from worker.settings import project_root
+from common.settings import project_root
 
 REPOSITORY = project_root() / "model_repository"
 

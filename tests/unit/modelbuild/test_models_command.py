@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.cli import build_parser
+from modstream.cli import build_parser
 
 
 def test_models_build_and_eval_parse() -> None:

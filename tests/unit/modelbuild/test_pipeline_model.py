@@ -19,13 +19,13 @@ from tiny_e5 import HIDDEN, write_tiny_e5
 from tokenizers import Tokenizer, models, pre_tokenizers
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from common.settings import project_root
 from modelbuild.build import PIPELINE_MODELS, BuildPaths, _install_serving_code
 from modelbuild.e5_weights import read_e5
 from modelbuild.embedding import Embedder
 from modelbuild.encoder_graph import build_encoder, save_encoder
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, Dense, Head, save_head
-from worker.settings import project_root
 
 Array = np.ndarray[Any, Any]
 REPOSITORY = project_root() / "model_repository"

@@ -38,9 +38,9 @@ def _hit(
 
 def test_thresholds_are_the_settings_defaults() -> None:
     """The worker's policy section defaults to these thresholds."""
-    from worker.settings import Settings
+    from worker.settings import WorkerSettings
 
-    assert Settings().policy == T
+    assert WorkerSettings().policy == T
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
-from worker.review.auth import ConsoleSession, digest, new_token
-from worker.review.models import Role, User
+from review.auth import ConsoleSession, digest, new_token
+from review.schemas import Role, User
 
 
 def test_tokens_are_random_prefixed_and_long() -> None:

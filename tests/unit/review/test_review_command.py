@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.cli import build_parser
+from modstream.cli import build_parser
 
 
 def test_review_commands_are_registered() -> None:

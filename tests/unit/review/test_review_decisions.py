@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
-from worker.review.decisions import KafkaDecisionSink
-from worker.review.errors import PublishFailedError
-from worker.settings import KafkaSettings
+from common.settings import KafkaSettings
+from review.decisions import KafkaDecisionSink
+from review.errors import PublishFailedError
 
 
 def _closed_port() -> int:

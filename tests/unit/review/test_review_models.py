@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from worker.review.models import Action, DecideRequest, Role, User
-from worker.review.strikes import STRIKE_WEIGHTS
+from review.schemas import Action, DecideRequest, Role, User
+from review.strikes import STRIKE_WEIGHTS
 
 
 def test_decide_request_needs_a_known_action_and_a_reason() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from worker.settings import KafkaSettings, project_root
+from common.settings import KafkaSettings, project_root
 
 COMPOSE_FILE = project_root() / "docker-compose.yml"
 
@@ -65,7 +65,9 @@ def _third_party_imports(folder: Path) -> set[str]:
 def test_triton_image_has_what_the_served_models_import() -> None:
     """Every package the Python-backend models import is installed in the compose Triton image
     (the official image has none of them)."""
-    dockerfile = (project_root() / "stack" / "triton" / "Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (project_root() / "stack" / "triton-image" / "Dockerfile").read_text(
+        encoding="utf-8"
+    )
     wanted = _third_party_imports(project_root() / "modelbuild" / "serving")
     pip_names = {"onnxruntime": "onnxruntime-gpu"}
     assert {"numpy", "onnxruntime", "tokenizers", "vaderSentiment"} <= wanted

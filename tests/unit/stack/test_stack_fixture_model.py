@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from common.settings import project_root
 from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS, ModelScores
-from worker.settings import project_root
 
 MODEL_DIR = project_root() / "tests" / "fixtures" / "model_repository" / "moderation"
 

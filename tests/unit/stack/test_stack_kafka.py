@@ -1,17 +1,17 @@
-"""Kafka configuration rendering and the jar-copy marker (worker.stack.kafka)."""
+"""Kafka configuration rendering and the jar-copy marker (stack.kafka)."""
 
 from __future__ import annotations
 
 import base64
 from pathlib import Path
 
-from worker.settings import StackSettings
-from worker.stack.kafka import (
+from stack.kafka import (
     KafkaServer,
     new_cluster_id,
     render_log4j2,
     render_server_properties,
 )
+from stack.settings import StackSettings
 
 
 def _properties(text: str) -> dict[str, str]:

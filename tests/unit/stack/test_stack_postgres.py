@@ -1,4 +1,4 @@
-"""PostgreSQL cluster configuration and tool discovery (worker.stack.postgres)."""
+"""PostgreSQL cluster configuration and tool discovery (stack.postgres)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import StackSettings
-from worker.stack.errors import ToolMissingError
-from worker.stack.postgres import (
+from stack.errors import ToolMissingError
+from stack.postgres import (
     PostgresServer,
     find_postgres_bin,
     render_pg_hba,
     render_postgresql_conf,
 )
+from stack.settings import StackSettings
 
 
 def _fake_install(root: Path, *majors: str) -> None:

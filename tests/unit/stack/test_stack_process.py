@@ -1,4 +1,4 @@
-"""Pid files, process identity, spawning, stopping and health waits (worker.stack.process)."""
+"""Pid files, process identity, spawning, stopping and health waits (stack.process)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from worker.stack import process
-from worker.stack.errors import PortInUseError, ServiceStartError
-from worker.stack.process import (
+from stack import process
+from stack.errors import PortInUseError, ServiceStartError
+from stack.process import (
     PidFile,
     children_of,
     cmdline,

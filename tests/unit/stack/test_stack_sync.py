@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from worker.stack._sync import run_sync
+from stack._sync import run_sync
 
 
 async def _thread_name() -> str:

@@ -1,4 +1,4 @@
-"""Triton repository checks and server environment (worker.stack.triton)."""
+"""Triton repository checks and server environment (stack.triton)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from worker.settings import StackSettings, project_root
-from worker.stack.errors import NoModelsError
-from worker.stack.triton import TritonDistribution, TritonServer, model_names, triton_environment
+from common.settings import project_root
+from stack.errors import NoModelsError
+from stack.settings import StackSettings
+from stack.triton import TritonDistribution, TritonServer, model_names, triton_environment
 
 FIXTURE_REPOSITORY = project_root() / "tests" / "fixtures" / "model_repository"
 

@@ -7,8 +7,9 @@ import os
 import pydantic
 import pytest
 
+from common.settings import project_root
 from pipelines.policy import PolicyThresholds
-from worker.settings import BatchSettings, Settings, project_root
+from worker.settings import BatchSettings, WorkerSettings
 
 
 @pytest.fixture(autouse=True)
@@ -24,7 +25,7 @@ def test_environment_overrides_nested_fields(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("MODSTREAM_BATCH__MAX_ITEMS", "50")
     monkeypatch.setenv("MODSTREAM_TRITON__BREAKER_RESET_S", "2.5")
     monkeypatch.setenv("MODSTREAM_KAFKA__INPUT_TOPIC", "other.topic")
-    s = Settings()
+    s = WorkerSettings()
     assert s.batch.max_items == 50
     assert s.triton.breaker_reset_s == 2.5
     assert s.kafka.input_topic == "other.topic"
@@ -35,12 +36,12 @@ def test_invalid_values_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Out-of-range batch limits fail validation at load time."""
     monkeypatch.setenv("MODSTREAM_BATCH__MAX_ITEMS", "0")
     with pytest.raises(pydantic.ValidationError):
-        Settings()
+        WorkerSettings()
 
 
 def test_settings_are_frozen() -> None:
     """Neither the settings object nor its sections can be changed after loading."""
-    s = Settings()
+    s = WorkerSettings()
     with pytest.raises(pydantic.ValidationError):
         s.log_level = "debug"
     with pytest.raises(pydantic.ValidationError):
@@ -56,7 +57,7 @@ def test_sections_forbid_unknown_fields() -> None:
 def test_dsn_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     """The Postgres DSN is a SecretStr: its value does not appear in reprs."""
     monkeypatch.setenv("MODSTREAM_POSTGRES__DSN", "postgresql://u:hunter2@db/x")
-    s = Settings()
+    s = WorkerSettings()
     assert s.postgres.dsn.get_secret_value() == "postgresql://u:hunter2@db/x"
     assert "hunter2" not in repr(s)
     assert "hunter2" not in str(s.postgres)
@@ -65,12 +66,12 @@ def test_dsn_is_secret(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_policy_section_is_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     """The policy section is PolicyThresholds itself: environment values land in it, and
     thresholds that cannot work together are refused when the settings load."""
-    assert Settings().policy == PolicyThresholds()
+    assert WorkerSettings().policy == PolicyThresholds()
     monkeypatch.setenv("MODSTREAM_POLICY__BLOCK_HATE", "0.9")
-    assert Settings().policy == PolicyThresholds(block_hate=0.9)
+    assert WorkerSettings().policy == PolicyThresholds(block_hate=0.9)
     monkeypatch.setenv("MODSTREAM_POLICY__FLAG_HATE", "0.95")
     with pytest.raises(pydantic.ValidationError, match="flag_hate must not exceed block_hate"):
-        Settings()
+        WorkerSettings()
 
 
 def test_project_root_holds_migrations() -> None:

@@ -1,0 +1,1 @@
+"""Database administration commands: ``modstream migrate`` and ``modstream retention``."""

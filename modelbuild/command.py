@@ -1,0 +1,94 @@
+"""``modstream models build`` and ``modstream models eval``: the Triton models, from packages.
+
+``build`` fills ``model_repository/`` (see :mod:`modelbuild.build`); ``eval`` scores the heads
+and the baselines on the held-out splits (see :mod:`modelbuild.evaluate`). Both write into
+``models.work_dir`` (default ``.modstream/``) and need the ``models`` extra installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from common.logs import configure_logging, get_logger
+from common.settings import project_root
+from modelbuild.settings import ModelToolSettings
+
+__all__ = ["register"]
+
+_log = get_logger(__name__)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("models", help="build or evaluate the Triton models")
+    actions = parser.add_subparsers(dest="models_action", required=True, metavar="ACTION")
+    build = actions.add_parser("build", help="build model_repository/ from packages (idempotent)")
+    build.add_argument("--force", action="store_true", help="rebuild the encoder and tokenizer")
+    build.add_argument("--retrain", action="store_true", help="retrain the committed heads")
+    build.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="where to build (default: the project's model_repository/, never the repository "
+        "the stack happens to serve, which may be the test fixture)",
+    )
+    build.set_defaults(handler=_build)
+    evaluate = actions.add_parser("eval", help="score heads and baselines on held-out splits")
+    evaluate.add_argument("--json", type=Path, default=None, help="also write the report here")
+    evaluate.set_defaults(handler=_eval)
+
+
+def _paths(settings: ModelToolSettings, repository: Path | None = None) -> Any:
+    from modelbuild.build import BuildPaths
+
+    work_dir = settings.models.work_dir
+    target = repository or project_root() / "model_repository"
+    return BuildPaths(target, work_dir / "cache", work_dir / "build")
+
+
+def _log_event(event: str, **fields: object) -> None:
+    _log.info(event, **fields)
+
+
+def _build(args: argparse.Namespace) -> int:
+    settings = ModelToolSettings()
+    configure_logging()
+    from modelbuild.build import BuildError, build
+    from modelbuild.e5_weights import E5FormatError
+    from modelbuild.sources import FetchError
+
+    try:
+        timings = build(
+            _paths(settings, args.repository),
+            force=args.force,
+            retrain=args.retrain,
+            log=_log_event,
+        )
+    except (BuildError, E5FormatError, FetchError) as exc:
+        _log.error("models_build_failed", error_type=type(exc).__name__, detail=str(exc))
+        print(f"modstream models build failed: {exc}", file=sys.stderr)
+        return 1
+    _log.info("models_built", **{k: round(v, 1) for k, v in timings.items()})
+    print(" ".join(f"{k}={v:.1f}" for k, v in timings.items()))
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    settings = ModelToolSettings()
+    configure_logging()
+    from modelbuild.evaluate import evaluate, format_report
+
+    paths = _paths(settings)
+    if not paths.encoder.is_file():
+        print("the encoder is not built: run `modstream models build` first", file=sys.stderr)
+        return 2
+    report = evaluate(paths, log=_log_event)
+    text = format_report(report)
+    print(text)
+    if args.json is not None:
+        import json
+
+        args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0

@@ -1,0 +1,1 @@
+"""The ``modstream`` command: one CLI over every program (see ``modstream.cli``)."""

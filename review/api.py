@@ -1,0 +1,294 @@
+"""The review HTTP app: the JSON API under ``/api`` and the console under ``/console``.
+
+Every API route needs ``Authorization: Bearer <token>``; the OpenAPI document itself is served
+only to signed-in callers at ``/api/openapi.json``. Errors are JSON ``{"error", "detail"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import asyncpg
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+
+from common.logs import get_logger
+from review.auth import authenticate_token
+from review.decisions import DecisionSink, KafkaDecisionSink, OutboxRelay
+from review.errors import PublishFailedError, ReviewError
+from review.queue import ReviewQueue
+from review.schemas import (
+    AuditEvent,
+    ClaimResult,
+    DecideRequest,
+    DecisionResult,
+    ItemContext,
+    QueueCount,
+    QueueFilter,
+    QueueItem,
+    Role,
+    User,
+)
+from review.settings import ReviewServiceSettings
+
+__all__ = ["ReviewServices", "create_app"]
+
+_log = get_logger(__name__)
+_bearer = HTTPBearer(auto_error=False, description="An API token from `modstream review add-user`")
+
+
+@dataclass(slots=True)
+class ReviewServices:
+    """What the routes use; built by the app's lifespan (or handed in by tests)."""
+
+    pool: asyncpg.Pool[Any]
+    queue: ReviewQueue
+    relay: OutboxRelay
+    settings: ReviewServiceSettings
+
+    async def publish_pending(self, decision: DecisionResult) -> DecisionResult:
+        """Flush the outbox now; report whether this decision made it to Kafka."""
+        if decision.decision_id is None:
+            return decision
+        try:
+            await self.relay.flush()
+        except PublishFailedError as exc:
+            _log.warning("decision_publish_failed", item_id=decision.item_id, error=str(exc))
+            return decision
+        published = await self.queue.is_published(decision.decision_id)
+        return decision.model_copy(update={"published": published})
+
+
+def services(request: Request) -> ReviewServices:
+    found: ReviewServices = request.app.state.review
+    return found
+
+
+Services = Annotated[ReviewServices, Depends(services)]
+
+
+async def current_user(
+    svc: Services,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    user = None
+    if credentials is not None and credentials.scheme.lower() == "bearer":
+        async with svc.pool.acquire() as conn:
+            user = await authenticate_token(conn, credentials.credentials)
+    if user is None:
+        raise HTTPException(
+            status_code=401,
+            detail="a valid API token is required",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    return user
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+
+
+async def admin_user(user: CurrentUser) -> User:
+    if user.role is not Role.ADMIN:
+        raise HTTPException(status_code=403, detail="admins only")
+    return user
+
+
+AdminUser = Annotated[User, Depends(admin_user)]
+
+
+class UserInfo(BaseModel):
+    name: str
+    role: Role
+
+
+class SenderStrikes(BaseModel):
+    sender_id: str
+    strikes: int
+
+
+def _queue_filter(
+    category: str | None = None,
+    group_id: str | None = None,
+    queue: str | None = None,
+    min_age_s: Annotated[float | None, Query(ge=0)] = None,
+    max_age_s: Annotated[float | None, Query(ge=0)] = None,
+    include_claimed: bool = False,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> QueueFilter:
+    return QueueFilter(
+        category=category,
+        group_id=group_id,
+        queue=queue,
+        min_age_s=min_age_s,
+        max_age_s=max_age_s,
+        include_claimed=include_claimed,
+        limit=limit,
+    )
+
+
+Filter = Annotated[QueueFilter, Depends(_queue_filter)]
+
+
+def _register_api(app: FastAPI) -> None:
+    @app.get("/api/me", response_model=UserInfo, tags=["auth"])
+    async def me(user: CurrentUser) -> UserInfo:
+        """Who the token belongs to."""
+        return UserInfo(name=user.name, role=user.role)
+
+    @app.get("/api/queue", response_model=list[QueueItem], tags=["queue"])
+    async def list_queue(user: CurrentUser, svc: Services, flt: Filter) -> list[QueueItem]:
+        """Open items in priority order (rank = priority + repeat offender + age boosts)."""
+        return await svc.queue.list_items(user, flt)
+
+    @app.get("/api/queue/counts", response_model=list[QueueCount], tags=["queue"])
+    async def queue_counts(user: CurrentUser, svc: Services) -> list[QueueCount]:
+        """Open and claimed items per queue and category."""
+        return await svc.queue.counts(user)
+
+    @app.post(
+        "/api/queue/claim-next",
+        response_model=ClaimResult,
+        responses={204: {"description": "nothing to claim"}},
+        tags=["queue"],
+    )
+    async def claim_next(user: CurrentUser, svc: Services, flt: Filter) -> Any:
+        """Claim the best available item matching the filters."""
+        claim = await svc.queue.claim_next(user, flt)
+        if claim is None:
+            return Response(status_code=204)
+        return claim
+
+    @app.get("/api/claims", response_model=list[QueueItem], tags=["queue"])
+    async def my_claims(user: CurrentUser, svc: Services) -> list[QueueItem]:
+        """Items the caller holds a live claim on."""
+        return await svc.queue.my_claims(user)
+
+    @app.get("/api/items/{item_id}", response_model=ItemContext, tags=["items"])
+    async def item_context(item_id: int, user: CurrentUser, svc: Services) -> ItemContext:
+        """The message, its verdict (scores, rule hits, model version), group and sender context."""
+        return await svc.queue.context(user, item_id)
+
+    @app.post("/api/items/{item_id}/claim", response_model=ClaimResult, tags=["items"])
+    async def claim(item_id: int, user: CurrentUser, svc: Services) -> ClaimResult:
+        """Claim one item exclusively until the claim expires (renews a claim you hold)."""
+        return await svc.queue.claim(user, item_id)
+
+    @app.post("/api/items/{item_id}/release", status_code=204, tags=["items"])
+    async def release(item_id: int, user: CurrentUser, svc: Services) -> Response:
+        """Return a claimed item to the queue."""
+        await svc.queue.release(user, item_id)
+        return Response(status_code=204)
+
+    @app.post("/api/items/{item_id}/decide", response_model=DecisionResult, tags=["items"])
+    async def decide(
+        item_id: int, body: DecideRequest, user: CurrentUser, svc: Services
+    ) -> DecisionResult:
+        """Decide a claimed item; audited, strikes updated, published to moderation.decisions."""
+        result = await svc.queue.decide(user, item_id, body.action, body.reason)
+        _log.info("review_decided", item_id=item_id, action=body.action.value, actor=user.name)
+        return await svc.publish_pending(result)
+
+    @app.get("/api/events", response_model=list[AuditEvent], tags=["audit"])
+    async def events(
+        user: CurrentUser,
+        svc: Services,
+        item_id: int | None = None,
+        actor: str | None = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> list[AuditEvent]:
+        """The audit trail of actions on items in the caller's queues, newest first."""
+        return await svc.queue.events(user, item_id=item_id, actor=actor, limit=limit)
+
+    @app.get("/api/senders/{sender_id}/strikes", response_model=SenderStrikes, tags=["senders"])
+    async def sender_strikes(sender_id: str, user: CurrentUser, svc: Services) -> SenderStrikes:
+        """A sender's live strike total (what the rules see as metadata.sender_strikes)."""
+        from common.strikes import active_strikes
+
+        totals = await active_strikes(svc.pool, [sender_id])
+        return SenderStrikes(sender_id=sender_id, strikes=totals[sender_id])
+
+    @app.get("/api/users", response_model=list[UserInfo], tags=["admin"])
+    async def users(user: AdminUser, svc: Services) -> list[UserInfo]:
+        """Every enabled user (admins only; tokens are never shown)."""
+        rows = await svc.pool.fetch(
+            "SELECT name, role FROM review_users WHERE disabled_at IS NULL ORDER BY name"
+        )
+        return [UserInfo(name=r["name"], role=Role(r["role"])) for r in rows]
+
+    @app.get("/api/openapi.json", include_in_schema=False)
+    async def openapi(user: CurrentUser) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+
+async def _review_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ReviewError)
+    if request.url.path.startswith("/console"):
+        from review.console import render_error
+
+        return render_error(request, exc)
+    return JSONResponse({"error": exc.code, "detail": str(exc)}, status_code=exc.status_code)
+
+
+def create_app(
+    settings: ReviewServiceSettings,
+    *,
+    pool: asyncpg.Pool[Any] | None = None,
+    sink: DecisionSink | None = None,
+) -> FastAPI:
+    """The ASGI app. Given a pool and sink (tests), it uses them and closes neither."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own_pool = pool is None
+        the_pool = pool or await asyncpg.create_pool(
+            settings.postgres.dsn.get_secret_value(),
+            min_size=settings.postgres.min_pool_size,
+            max_size=settings.postgres.max_pool_size,
+            command_timeout=settings.postgres.command_timeout_s,
+        )
+        kafka_sink: KafkaDecisionSink | None = None
+        if sink is None:
+            kafka_sink = KafkaDecisionSink(settings.kafka)
+            the_sink: DecisionSink = kafka_sink
+        else:
+            the_sink = sink
+        relay = OutboxRelay(the_pool, the_sink)
+        app.state.review = ReviewServices(
+            pool=the_pool,
+            queue=ReviewQueue(the_pool, settings.review),
+            relay=relay,
+            settings=settings,
+        )
+        retry = asyncio.create_task(relay.run(settings.review.publish_retry_s))
+        try:
+            yield
+        finally:
+            retry.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await retry
+            if kafka_sink is not None:
+                await kafka_sink.stop()
+            if own_pool:
+                await the_pool.close()
+
+    app = FastAPI(
+        title="modstream review",
+        version="1",
+        description="Moderator queue, claims, decisions and audit for modstream escalations.",
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.add_exception_handler(ReviewError, _review_error)
+    _register_api(app)
+    from review.console import register_console
+
+    register_console(app)
+    return app

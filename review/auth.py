@@ -1,0 +1,143 @@
+"""API tokens and console sessions: random secrets, stored only as SHA-256 digests.
+
+A token is shown once, when it is created. Lookups go by digest and the stored digest is then
+compared with ``hmac.compare_digest``, so neither the token nor its digest leaks through timing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import asyncpg
+
+from review.errors import UserExistsError
+from review.schemas import Role, User
+
+__all__ = [
+    "Conn",
+    "ConsoleSession",
+    "authenticate_session",
+    "authenticate_token",
+    "create_user",
+    "digest",
+    "disable_user",
+    "end_session",
+    "new_token",
+    "start_session",
+]
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
+"""A plain connection or one borrowed from a pool."""
+
+_TOKEN_PREFIX = "msr_"  # noqa: S105 - a public prefix, not a secret
+
+
+def new_token() -> str:
+    """A fresh API token (256 random bits)."""
+    return _TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    """Hex SHA-256 of a token or session id: what the database stores."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _user(row: asyncpg.Record) -> User:
+    return User(id=row["id"], name=row["name"], role=Role(row["role"]))
+
+
+async def create_user(conn: Conn, name: str, role: Role) -> str:
+    """Create a user and return its token; the token is not stored and cannot be shown again."""
+    token = new_token()
+    try:
+        await conn.execute(
+            "INSERT INTO review_users (name, role, token_sha256) VALUES ($1, $2, $3)",
+            name,
+            role.value,
+            digest(token),
+        )
+    except asyncpg.UniqueViolationError as exc:
+        raise UserExistsError(f"user {name!r} already exists") from exc
+    return token
+
+
+async def disable_user(conn: Conn, name: str) -> bool:
+    """Revoke a user's token and end its console sessions; False when no such enabled user."""
+    user_id = await conn.fetchval(
+        "UPDATE review_users SET disabled_at = now() WHERE name = $1 AND disabled_at IS NULL "
+        "RETURNING id",
+        name,
+    )
+    if user_id is None:
+        return False
+    await conn.execute("DELETE FROM review_sessions WHERE user_id = $1", user_id)
+    return True
+
+
+async def authenticate_token(conn: Conn, token: str) -> User | None:
+    """The enabled user owning ``token``, or ``None``."""
+    if not token.startswith(_TOKEN_PREFIX) or len(token) > 256:
+        return None
+    wanted = digest(token)
+    row = await conn.fetchrow(
+        "SELECT id, name, role, token_sha256 FROM review_users "
+        "WHERE token_sha256 = $1 AND disabled_at IS NULL",
+        wanted,
+    )
+    if row is None or not hmac.compare_digest(row["token_sha256"], wanted):
+        return None
+    return _user(row)
+
+
+class ConsoleSession:
+    """A signed-in console user and the CSRF token its forms must echo."""
+
+    __slots__ = ("csrf_token", "user")
+
+    def __init__(self, user: User, csrf_token: str) -> None:
+        self.user = user
+        self.csrf_token = csrf_token
+
+    def check_csrf(self, submitted: str) -> bool:
+        return hmac.compare_digest(self.csrf_token.encode(), submitted.encode())
+
+
+async def start_session(conn: Conn, user: User, ttl_s: int) -> str:
+    """Open a console session for ``user``; returns the cookie value (a random id)."""
+    session_id = secrets.token_urlsafe(32)
+    await conn.execute(
+        "INSERT INTO review_sessions (id_sha256, user_id, csrf_token, expires_at) "
+        "VALUES ($1, $2, $3, now() + make_interval(secs => $4))",
+        digest(session_id),
+        user.id,
+        secrets.token_urlsafe(24),
+        float(ttl_s),
+    )
+    await conn.execute("DELETE FROM review_sessions WHERE expires_at < now()")
+    return session_id
+
+
+async def authenticate_session(conn: Conn, session_id: str) -> ConsoleSession | None:
+    """The live session behind a cookie value, or ``None``."""
+    if not session_id or len(session_id) > 256:
+        return None
+    wanted = digest(session_id)
+    row = await conn.fetchrow(
+        "SELECT u.id, u.name, u.role, s.id_sha256, s.csrf_token "
+        "FROM review_sessions s JOIN review_users u ON u.id = s.user_id "
+        "WHERE s.id_sha256 = $1 AND s.expires_at > now() AND u.disabled_at IS NULL",
+        wanted,
+    )
+    if row is None or not hmac.compare_digest(row["id_sha256"], wanted):
+        return None
+    return ConsoleSession(_user(row), row["csrf_token"])
+
+
+async def end_session(conn: Conn, session_id: str) -> None:
+    await conn.execute("DELETE FROM review_sessions WHERE id_sha256 = $1", digest(session_id))

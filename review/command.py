@@ -1,0 +1,94 @@
+"""``modstream review serve``, ``review add-user NAME --role R``, ``review disable-user NAME``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import Any
+
+from common.logs import configure_logging
+from review.settings import ReviewServiceSettings
+
+__all__ = ["register"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    settings = ReviewServiceSettings()
+    import uvicorn
+
+    from review.api import create_app
+
+    configure_logging(settings.log_level)
+    uvicorn.run(
+        create_app(settings),
+        host=args.host or settings.review.host,
+        port=args.port or settings.review.port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+    )
+    return 0
+
+
+async def _add_user(settings: ReviewServiceSettings, name: str, role: str) -> str:
+    import asyncpg
+
+    from review.auth import create_user
+    from review.schemas import Role
+
+    conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
+    try:
+        return await create_user(conn, name, Role(role))
+    finally:
+        await conn.close()
+
+
+def _run_add_user(args: argparse.Namespace) -> int:
+    settings = ReviewServiceSettings()
+    from review.errors import UserExistsError
+
+    try:
+        token = asyncio.run(_add_user(settings, args.name, args.role))
+    except UserExistsError as exc:
+        print(f"error: {exc}")
+        return 1
+    print(f"created {args.role} {args.name}; this token is shown once, store it now:")
+    print(token)
+    return 0
+
+
+async def _disable_user(settings: ReviewServiceSettings, name: str) -> bool:
+    import asyncpg
+
+    from review.auth import disable_user
+
+    conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
+    try:
+        return await disable_user(conn, name)
+    finally:
+        await conn.close()
+
+
+def _run_disable_user(args: argparse.Namespace) -> int:
+    settings = ReviewServiceSettings()
+    if not asyncio.run(_disable_user(settings, args.name)):
+        print(f"error: no enabled user {args.name!r}")
+        return 1
+    print(f"disabled {args.name}: its token and console sessions no longer work")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    review = subparsers.add_parser("review", help="the moderators' review API and console")
+    commands = review.add_subparsers(dest="review_command", required=True, metavar="COMMAND")
+    serve = commands.add_parser("serve", help="serve the review API (/api) and console (/console)")
+    serve.add_argument("--host", default=None, help="default: review.host")
+    serve.add_argument("--port", type=int, default=None, help="default: review.port")
+    serve.set_defaults(handler=_serve)
+    add_user = commands.add_parser("add-user", help="create a user and print its API token once")
+    add_user.add_argument("name")
+    add_user.add_argument("--role", choices=("moderator", "admin"), default="moderator")
+    add_user.set_defaults(handler=_run_add_user)
+    disable = commands.add_parser("disable-user", help="revoke a user's token and sessions")
+    disable.add_argument("name")
+    disable.set_defaults(handler=_run_disable_user)

@@ -1,0 +1,481 @@
+"""The review queue in PostgreSQL: listing, exclusive claims with expiry, decisions, context.
+
+A claim is a row state, not a lock held by a connection: ``status = 'claimed'`` with
+``claim_expires_at``. Every query treats a claim past its expiry as open, so an abandoned item
+returns to the queue without a sweeper. Claims take the row with ``FOR UPDATE SKIP LOCKED`` (or a
+conditional ``UPDATE`` that re-checks after the row lock), so two moderators never hold one item.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import asyncpg
+
+from review.decisions import encode_payload
+from review.errors import (
+    ClaimLimitError,
+    ClaimRequiredError,
+    ForbiddenQueueError,
+    InvalidDecisionError,
+    ItemClaimedError,
+    ItemNotFoundError,
+    ItemResolvedError,
+)
+from review.schemas import (
+    Action,
+    AuditEvent,
+    ClaimResult,
+    DecisionResult,
+    ItemContext,
+    QueueCount,
+    QueueFilter,
+    QueueItem,
+    Strike,
+    User,
+    VerdictDetail,
+)
+from review.settings import ReviewSettings
+from review.strikes import STRIKE_WEIGHTS
+
+__all__ = ["Conn", "ReviewQueue"]
+
+# SQL below is assembled only from the constants in this module (noqa: S608); every value
+# arrives as a bind parameter.
+
+if TYPE_CHECKING:
+    from asyncpg.pool import PoolConnectionProxy
+
+Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
+"""A plain connection or one borrowed from a pool."""
+
+# A claim counts only while it has not expired.
+_LIVE_CLAIM = "(r.status = 'claimed' AND r.claim_expires_at > now())"
+_AVAILABLE = f"(r.status <> 'resolved' AND NOT {_LIVE_CLAIM})"
+
+# The highest harmful probability the model gave (0 when no model scored the message).
+_CONFIDENCE = """GREATEST(
+    COALESCE((v.scores -> 'toxicity' ->> 'hate')::real, 0),
+    COALESCE((v.scores -> 'toxicity' ->> 'offensive')::real, 0),
+    COALESCE((v.scores -> 'intent' ->> 'spam')::real, 0),
+    COALESCE((v.scores -> 'intent' ->> 'advertisement')::real, 0))"""
+
+_AGE_S = "EXTRACT(EPOCH FROM now() - r.created_at)::double precision"
+
+# $1 repeat-offender weight per strike, $2 age weight per hour, $3 confidence weight.
+_RANK = f"""(r.priority
+    + $1::double precision * LEAST(st.total, 5)
+    + $2::double precision * LEAST({_AGE_S} / 3600.0, 24)
+    + $3::double precision * {_CONFIDENCE})"""
+
+_FROM = """review_items r
+    LEFT JOIN verdicts v
+        ON v.source_topic = r.source_topic AND v.source_partition = r.source_partition
+       AND v.source_offset = r.source_offset AND v.sent_at = r.sent_at
+    LEFT JOIN LATERAL (
+        SELECT COALESCE(sum(s.weight), 0)::integer AS total FROM sender_strikes s
+        WHERE s.sender_id = r.sender_id AND s.expires_at > now()) st ON true"""
+
+# Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s.
+_FILTERS = f"""r.queue = ANY($4::text[])
+    AND ($5::text IS NULL OR r.category = $5)
+    AND ($6::text IS NULL OR r.group_id = $6)
+    AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
+    AND ($8::double precision IS NULL OR {_AGE_S} <= $8)"""
+
+_ORDER = f"ORDER BY {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
+
+
+def _jsonb(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+class ReviewQueue:
+    """Repository over ``review_items``, ``review_events``, ``sender_strikes`` and the outbox."""
+
+    def __init__(self, pool: asyncpg.Pool[Any], settings: ReviewSettings) -> None:
+        self._pool = pool
+        self._settings = settings
+
+    def _rank_args(self) -> list[float]:
+        s = self._settings
+        return [s.repeat_offender_weight, s.age_weight_per_hour, s.confidence_weight]
+
+    def _filter_args(self, user: User, flt: QueueFilter) -> list[Any]:
+        queues = user.queues
+        if flt.queue is not None:
+            if flt.queue not in queues:
+                raise ForbiddenQueueError(f"queue {flt.queue!r} is not open to {user.role.value}s")
+            queues = [flt.queue]
+        return [
+            *self._rank_args(),
+            queues,
+            flt.category,
+            flt.group_id,
+            flt.min_age_s,
+            flt.max_age_s,
+        ]
+
+    async def list_items(self, user: User, flt: QueueFilter) -> list[QueueItem]:
+        """Open items (and live claims when asked) the user may work, best first."""
+        status_cond = "r.status <> 'resolved'" if flt.include_claimed else _AVAILABLE
+        sql = f"""
+            SELECT r.id, r.queue, r.category, r.group_id, r.sender_id, r.message_id, r.priority,
+                   r.created_at, r.sent_at,
+                   CASE WHEN {_LIVE_CLAIM} THEN 'claimed' ELSE 'open' END AS status,
+                   CASE WHEN {_LIVE_CLAIM} THEN r.claimed_by END AS claimed_by,
+                   CASE WHEN {_LIVE_CLAIM} THEN r.claim_expires_at END AS claim_expires_at,
+                   {_CONFIDENCE} AS confidence, st.total AS sender_strikes,
+                   {_AGE_S} AS age_s, {_RANK} AS rank
+            FROM {_FROM}
+            WHERE {status_cond} AND {_FILTERS}
+            {_ORDER}
+            LIMIT $9"""  # noqa: S608
+        rows = await self._pool.fetch(sql, *self._filter_args(user, flt), flt.limit)
+        return [QueueItem(**dict(row)) for row in rows]
+
+    async def counts(self, user: User) -> list[QueueCount]:
+        """Open and live-claimed items per queue and category."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT r.queue, r.category,
+                   count(*) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
+                   count(*) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed
+            FROM review_items r
+            WHERE r.status <> 'resolved' AND r.queue = ANY($1::text[])
+            GROUP BY r.queue, r.category
+            ORDER BY r.queue DESC, r.category NULLS LAST""",  # noqa: S608
+            user.queues,
+        )
+        return [QueueCount(**dict(row)) for row in rows]
+
+    async def my_claims(self, user: User) -> list[QueueItem]:
+        """The items the user holds a live claim on."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT r.id, r.queue, r.category, r.group_id, r.sender_id, r.message_id, r.priority,
+                   r.created_at, r.sent_at, 'claimed' AS status, r.claimed_by,
+                   r.claim_expires_at, {_CONFIDENCE} AS confidence,
+                   st.total AS sender_strikes, {_AGE_S} AS age_s, {_RANK} AS rank
+            FROM {_FROM}
+            WHERE {_LIVE_CLAIM} AND r.claimed_by = $4
+            ORDER BY r.claim_expires_at""",  # noqa: S608
+            *self._rank_args(),
+            user.name,
+        )
+        return [QueueItem(**dict(row)) for row in rows]
+
+    async def _check_claim_budget(self, conn: Conn, user: User) -> None:
+        # Serialise one user's claims so concurrent requests cannot overshoot the bound.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended('modstream.review.claims:' || $1, 0))",
+            user.name,
+        )
+        held = await conn.fetchval(
+            "SELECT count(*) FROM review_items r WHERE r.claimed_by = $1 AND "  # noqa: S608
+            + _LIVE_CLAIM,
+            user.name,
+        )
+        if held >= self._settings.max_claims_per_user:
+            raise ClaimLimitError(
+                f"{user.name} already holds {held} claims "
+                f"(limit {self._settings.max_claims_per_user})"
+            )
+
+    async def _take(self, conn: Conn, user: User, item_id: int) -> ClaimResult:
+        row = await conn.fetchrow(
+            "UPDATE review_items SET status = 'claimed', claimed_by = $2, claimed_at = now(), "
+            "claim_expires_at = now() + make_interval(secs => $3) WHERE id = $1 "
+            "RETURNING claim_expires_at",
+            item_id,
+            user.name,
+            float(self._settings.claim_ttl_s),
+        )
+        assert row is not None
+        await self._append_event(
+            conn, item_id, user, "claim", None, {"expires_at": row[0].isoformat()}
+        )
+        return ClaimResult(item_id=item_id, claimed_by=user.name, claim_expires_at=row[0])
+
+    async def claim(self, user: User, item_id: int) -> ClaimResult:
+        """Claim one item; renewing a claim the user already holds extends its expiry."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "SELECT r.queue, r.status, r.claimed_by, "  # noqa: S608
+                f"{_LIVE_CLAIM} AS live FROM review_items r WHERE r.id = $1 FOR UPDATE",
+                item_id,
+            )
+            if row is None:
+                raise ItemNotFoundError(f"review item {item_id} does not exist")
+            if row["queue"] not in user.queues:
+                raise ForbiddenQueueError(f"item {item_id} is in the {row['queue']} queue")
+            if row["status"] == "resolved":
+                raise ItemResolvedError(f"item {item_id} is already resolved")
+            mine = row["live"] and row["claimed_by"] == user.name
+            if row["live"] and not mine:
+                raise ItemClaimedError(f"item {item_id} is claimed by someone else")
+            if not mine:
+                await self._check_claim_budget(conn, user)
+            return await self._take(conn, user, item_id)
+
+    async def claim_next(self, user: User, flt: QueueFilter) -> ClaimResult | None:
+        """Claim the best available item matching ``flt``; ``None`` when the queue is empty."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await self._check_claim_budget(conn, user)
+            item_id = await conn.fetchval(
+                f"""
+                SELECT r.id FROM {_FROM}
+                WHERE {_AVAILABLE} AND {_FILTERS}
+                {_ORDER}
+                LIMIT 1
+                FOR UPDATE OF r SKIP LOCKED""",  # noqa: S608
+                *self._filter_args(user, flt),
+            )
+            if item_id is None:
+                return None
+            return await self._take(conn, user, item_id)
+
+    async def release(self, user: User, item_id: int) -> None:
+        """Give a claimed item back to the queue."""
+        async with self._pool.acquire() as conn, conn.transaction():
+            await self._locked_claim(conn, user, item_id)
+            await conn.execute(
+                "UPDATE review_items SET status = 'open', claimed_by = NULL, claimed_at = NULL, "
+                "claim_expires_at = NULL WHERE id = $1",
+                item_id,
+            )
+            await self._append_event(conn, item_id, user, "release", None, {})
+
+    async def _locked_claim(self, conn: Conn, user: User, item_id: int) -> asyncpg.Record:
+        row = await conn.fetchrow(
+            f"SELECT r.*, {_LIVE_CLAIM} AS live FROM review_items r WHERE r.id = $1 FOR UPDATE",  # noqa: S608
+            item_id,
+        )
+        if row is None:
+            raise ItemNotFoundError(f"review item {item_id} does not exist")
+        if row["queue"] not in user.queues:
+            raise ForbiddenQueueError(f"item {item_id} is in the {row['queue']} queue")
+        if row["status"] == "resolved":
+            raise ItemResolvedError(f"item {item_id} is already resolved")
+        if not (row["live"] and row["claimed_by"] == user.name):
+            raise ClaimRequiredError(f"claim item {item_id} first (a claim may have expired)")
+        locked: asyncpg.Record = row
+        return locked
+
+    async def _append_event(
+        self,
+        conn: Conn,
+        item_id: int,
+        user: User,
+        action: str,
+        reason: str | None,
+        details: dict[str, Any],
+    ) -> tuple[int, datetime]:
+        row = await conn.fetchrow(
+            "INSERT INTO review_events (review_item_id, actor, action, reason, details) "
+            "VALUES ($1, $2, $3, $4, $5::jsonb) RETURNING id, created_at",
+            item_id,
+            user.name,
+            action,
+            reason,
+            encode_payload({"role": user.role.value, **details}),
+        )
+        assert row is not None
+        return row["id"], row["created_at"]
+
+    async def decide(self, user: User, item_id: int, action: Action, reason: str) -> DecisionResult:
+        """Record a decision on a claimed item: audit event, strike and outbox row, one transaction.
+
+        Publishing is the caller's next step (``OutboxRelay.flush``); ``published`` is False here.
+        """
+        if not reason.strip():
+            raise InvalidDecisionError("a decision needs a reason")
+        async with self._pool.acquire() as conn, conn.transaction():
+            item = await self._locked_claim(conn, user, item_id)
+            weight = STRIKE_WEIGHTS[action]
+            decision_id: str | None = None
+            if action is Action.ESCALATE_TO_ADMIN:
+                if item["queue"] == "admin":
+                    raise InvalidDecisionError(f"item {item_id} is already in the admin queue")
+                await conn.execute(
+                    "UPDATE review_items SET queue = 'admin', status = 'open', claimed_by = NULL, "
+                    "claimed_at = NULL, claim_expires_at = NULL WHERE id = $1",
+                    item_id,
+                )
+            else:
+                decision_id = str(uuid.uuid4())
+                await conn.execute(
+                    "UPDATE review_items SET status = 'resolved', resolution = $2, "
+                    "resolved_by = $3, resolved_at = now(), claim_expires_at = NULL WHERE id = $1",
+                    item_id,
+                    action.value,
+                    user.name,
+                )
+            details: dict[str, Any] = {"strike_weight": weight, "queue": item["queue"]}
+            if decision_id is not None:
+                details["decision_id"] = decision_id
+            event_id, decided_at = await self._append_event(
+                conn, item_id, user, action.value, reason, details
+            )
+            if weight:
+                await conn.execute(
+                    "INSERT INTO sender_strikes "
+                    "(sender_id, group_id, review_item_id, action, weight, expires_at) "
+                    "VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6))",
+                    item["sender_id"],
+                    item["group_id"],
+                    item_id,
+                    action.value,
+                    weight,
+                    self._settings.strike_decay_days,
+                )
+            if decision_id is not None:
+                payload = {
+                    "decision_id": decision_id,
+                    "review_item_id": item_id,
+                    "action": action.value,
+                    "reason": reason,
+                    "moderator": user.name,
+                    "decided_at": decided_at.isoformat(),
+                    "message_id": item["message_id"],
+                    "group_id": item["group_id"],
+                    "sender_id": item["sender_id"],
+                    "category": item["category"],
+                    "auto_decision": item["auto_decision"],
+                    "strike_weight": weight,
+                    "source": {
+                        "topic": item["source_topic"],
+                        "partition": item["source_partition"],
+                        "offset": item["source_offset"],
+                    },
+                }
+                await conn.execute(
+                    "INSERT INTO review_decision_outbox "
+                    "(decision_id, review_event_id, message_key, payload) "
+                    "VALUES ($1::uuid, $2, $3, $4::jsonb)",
+                    decision_id,
+                    event_id,
+                    item["group_id"],
+                    encode_payload(payload),
+                )
+        return DecisionResult(
+            item_id=item_id,
+            action=action,
+            decision_id=decision_id,
+            event_id=event_id,
+            decided_at=decided_at,
+            published=False,
+        )
+
+    async def is_published(self, decision_id: str) -> bool:
+        value = await self._pool.fetchval(
+            "SELECT published_at IS NOT NULL FROM review_decision_outbox "
+            "WHERE decision_id = $1::uuid",
+            decision_id,
+        )
+        return bool(value)
+
+    async def events(
+        self,
+        user: User,
+        *,
+        item_id: int | None = None,
+        actor: str | None = None,
+        limit: int = 100,
+    ) -> list[AuditEvent]:
+        """The audit trail of items in the user's queues, newest first."""
+        rows = await self._pool.fetch(
+            "SELECT e.id, e.review_item_id, e.actor, e.action, e.reason, e.details, e.created_at "
+            "FROM review_events e JOIN review_items r ON r.id = e.review_item_id "
+            "WHERE r.queue = ANY($4::text[]) "
+            "AND ($1::bigint IS NULL OR e.review_item_id = $1) "
+            "AND ($2::text IS NULL OR e.actor = $2) ORDER BY e.id DESC LIMIT $3",
+            item_id,
+            actor,
+            limit,
+            user.queues,
+        )
+        return [AuditEvent(**{**dict(row), "details": _jsonb(row["details"])}) for row in rows]
+
+    async def context(self, user: User, item_id: int) -> ItemContext:
+        """The item with its verdict, the group's recent activity and the sender's record."""
+        async with self._pool.acquire() as conn:
+            item = await conn.fetchrow(
+                f"SELECT r.*, CASE WHEN r.status = 'claimed' AND NOT {_LIVE_CLAIM} THEN 'open' "  # noqa: S608
+                "ELSE r.status END AS effective_status FROM review_items r WHERE r.id = $1",
+                item_id,
+            )
+            if item is None:
+                raise ItemNotFoundError(f"review item {item_id} does not exist")
+            if item["queue"] not in user.queues:
+                raise ForbiddenQueueError(f"item {item_id} is in the {item['queue']} queue")
+            verdict = await conn.fetchrow(
+                "SELECT decision, decided_by, category, reasons, rule_hits, scores, "
+                "sentiment_label, intent_label, toxicity_label, model_name, model_version, "
+                "batch_id::text AS batch_id, queue_ms, inference_ms, created_at FROM verdicts "
+                "WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 "
+                "AND sent_at = $4",
+                item["source_topic"],
+                item["source_partition"],
+                item["source_offset"],
+                item["sent_at"],
+            )
+            group_messages = await conn.fetch(
+                "SELECT id, sender_id, message_id, sent_at, message_text, category, status, "
+                "resolution FROM review_items WHERE group_id = $1 AND sent_at < $2 AND id <> $3 "
+                "ORDER BY sent_at DESC LIMIT 20",
+                item["group_id"],
+                item["sent_at"],
+                item_id,
+            )
+            group_verdicts = await conn.fetch(
+                "SELECT message_id, sender_id, sent_at, decision, decided_by, category "
+                "FROM verdicts WHERE group_id = $1 AND sent_at < $2 "
+                "AND sent_at > $2 - interval '7 days' ORDER BY sent_at DESC LIMIT 20",
+                item["group_id"],
+                item["sent_at"],
+            )
+            sender_items = await conn.fetch(
+                "SELECT id, group_id, message_id, sent_at, category, status, resolution, "
+                "resolved_by, resolved_at FROM review_items WHERE sender_id = $1 AND id <> $2 "
+                "ORDER BY sent_at DESC LIMIT 20",
+                item["sender_id"],
+                item_id,
+            )
+            counts = await conn.fetch(
+                "SELECT decision, count(*)::integer AS n FROM verdicts WHERE sender_id = $1 "
+                "AND sent_at > now() - interval '30 days' GROUP BY decision",
+                item["sender_id"],
+            )
+            strikes = await conn.fetch(
+                "SELECT action, weight, group_id, review_item_id, created_at, expires_at "
+                "FROM sender_strikes WHERE sender_id = $1 AND expires_at > now() "
+                "ORDER BY created_at DESC",
+                item["sender_id"],
+            )
+        item_dict = dict(item)
+        item_dict["status"] = item_dict.pop("effective_status")
+        verdict_detail = None
+        if verdict is not None:
+            verdict_detail = VerdictDetail(
+                **{
+                    **dict(verdict),
+                    "reasons": list(verdict["reasons"]),
+                    "rule_hits": _jsonb(verdict["rule_hits"]),
+                    "scores": _jsonb(verdict["scores"]),
+                }
+            )
+        return ItemContext(
+            item=item_dict,
+            verdict=verdict_detail,
+            group_messages=[dict(r) for r in group_messages],
+            group_verdicts=[dict(r) for r in group_verdicts],
+            sender_items=[dict(r) for r in sender_items],
+            sender_verdict_counts={r["decision"]: r["n"] for r in counts},
+            sender_strikes=sum(r["weight"] for r in strikes),
+            strikes=[Strike(**dict(r)) for r in strikes],
+            events=await self.events(user, item_id=item_id),
+        )

@@ -1,0 +1,224 @@
+"""``modstream demo``: the whole pipeline on the local stack, from sample chat to a summary.
+
+Starts the stack (idempotent), migrates, starts a worker process, produces a built-in sample
+stream (English and Chinese; benign, abusive, spam and a few malformed records), waits until
+every produced record has a verdict or a dead letter, and prints what happened and where to look.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+
+from admin.migrate import migrate
+from review.settings import ReviewServiceSettings, ReviewSettings
+from stack.kafka_tools import end_offsets
+from stack.samples import produce, sample_stream
+from stack.settings import StackToolSettings
+from worker.settings import HttpSettings, WorkerSettings
+
+__all__ = ["register"]
+
+_SUMMARY_SQL = """
+SELECT decision, decided_by, count(*) AS n, count(*) FILTER (WHERE escalated) AS escalated
+FROM verdicts
+WHERE source_topic = $1 AND source_partition = $2 AND source_offset >= $3 AND source_offset < $4
+GROUP BY 1, 2
+"""
+_DEAD_SQL = """
+SELECT reason_code, count(*) AS n FROM dead_letters
+WHERE source_topic = $1 AND source_partition = $2 AND source_offset >= $3 AND source_offset < $4
+GROUP BY 1
+"""
+_MODEL_SQL = """
+SELECT DISTINCT model_name, model_version FROM verdicts
+WHERE source_topic = $1 AND source_partition = $2 AND source_offset >= $3 AND source_offset < $4
+  AND model_name IS NOT NULL
+"""
+
+
+async def _handled(
+    conn: asyncpg.Connection[Any], topic: str, ranges: dict[int, tuple[int, int]]
+) -> int:
+    total = 0
+    for partition, (start, end) in ranges.items():
+        if end <= start:
+            continue
+        total += int(
+            await conn.fetchval(
+                "SELECT (SELECT count(*) FROM verdicts WHERE source_topic = $1 AND "
+                "source_partition = $2 AND source_offset >= $3 AND source_offset < $4) + "
+                "(SELECT count(*) FROM dead_letters WHERE source_topic = $1 AND "
+                "source_partition = $2 AND source_offset >= $3 AND source_offset < $4)",
+                topic,
+                partition,
+                start,
+                end,
+            )
+        )
+    return total
+
+
+def _probe(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 (local URL)
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+async def _wait_ready(url: str, process: asyncio.subprocess.Process, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.returncode is not None:
+            raise SystemExit(f"the worker exited early (code {process.returncode}); see its log")
+        if await asyncio.to_thread(_probe, url):
+            return
+        await asyncio.sleep(0.5)
+    raise SystemExit(f"the worker did not become ready within {timeout_s:.0f}s")
+
+
+async def _run_demo(
+    settings: StackToolSettings,
+    worker_http: HttpSettings,
+    review: ReviewSettings,
+    count: int,
+    log_path: Path,
+) -> int:
+    from stack.local_stack import LocalStack
+
+    print("1/5 starting the local stack (Kafka, PostgreSQL, Triton)...", flush=True)
+    report = await asyncio.to_thread(LocalStack(settings).up)
+    print(f"    started: {', '.join(report.started) or 'all were already running'}")
+    print("2/5 applying migrations...", flush=True)
+    applied = await migrate(settings)
+    print(f"    applied: {applied or 'none needed'}")
+
+    print(f"3/5 starting the worker (log: {log_path})...", flush=True)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("ab") as log:
+        worker = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "modstream.cli",
+            "worker",
+            stdout=log,
+            stderr=log,
+            env=dict(os.environ),
+        )
+    http = f"http://{worker_http.host}:{worker_http.port}"
+    try:
+        await _wait_ready(f"{http}/readyz", worker, 180.0)
+        topic = settings.kafka.input_topic
+        before = await end_offsets(settings.kafka.bootstrap_servers, topic)
+        records = list(
+            sample_stream(
+                count,
+                seed=int(time.time()),
+                malformed_every=40,
+                id_prefix=f"demo-{int(time.time())}",
+            )
+        )
+        print(f"4/5 producing {len(records)} sample messages to {topic}...", flush=True)
+        started = time.monotonic()
+        await produce(settings.kafka.bootstrap_servers, topic, records)
+        after = await end_offsets(settings.kafka.bootstrap_servers, topic)
+        ranges = {p: (before.get(p, 0), end) for p, end in after.items()}
+        expected = sum(end - start for start, end in ranges.values())
+        conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
+        try:
+            deadline = time.monotonic() + 300
+            while (done := await _handled(conn, topic, ranges)) < expected:
+                if worker.returncode is not None or time.monotonic() > deadline:
+                    print(f"    only {done}/{expected} handled; see {log_path}")
+                    return 1
+                await asyncio.sleep(0.5)
+            elapsed = time.monotonic() - started
+            print(f"5/5 all {expected} records handled in {elapsed:.1f} s\n", flush=True)
+            await _print_summary(conn, topic, ranges)
+        finally:
+            await conn.close()
+        metrics = await asyncio.to_thread(_scrape, f"{http}/metrics")
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        code = await asyncio.wait_for(worker.wait(), 60)
+    print(metrics)
+    print(f"\nworker stopped cleanly (exit {code})." if code == 0 else f"\nworker exit {code}")
+    _print_next_steps(settings, review, http)
+    return 0 if code == 0 else 1
+
+
+async def _print_summary(
+    conn: asyncpg.Connection[Any], topic: str, ranges: dict[int, tuple[int, int]]
+) -> None:
+    by_decision: dict[tuple[str, str], list[int]] = {}
+    dead: dict[str, int] = {}
+    models: set[tuple[str, str]] = set()
+    for partition, (start, end) in ranges.items():
+        args = (topic, partition, start, end)
+        for row in await conn.fetch(_SUMMARY_SQL, *args):
+            slot = by_decision.setdefault((row["decision"], row["decided_by"]), [0, 0])
+            slot[0] += row["n"]
+            slot[1] += row["escalated"]
+        for row in await conn.fetch(_DEAD_SQL, *args):
+            dead[row["reason_code"]] = dead.get(row["reason_code"], 0) + row["n"]
+        for row in await conn.fetch(_MODEL_SQL, *args):
+            models.add((row["model_name"], row["model_version"]))
+    print("verdicts by decision and stage:")
+    print(f"    {'decision':<8} {'decided_by':<14} {'count':>6} {'escalated':>10}")
+    for (decision, decided_by), (n, esc) in sorted(by_decision.items()):
+        print(f"    {decision:<8} {decided_by:<14} {n:>6} {esc:>10}")
+    total_esc = sum(v[1] for v in by_decision.values())
+    print(f"escalations sent to human review: {total_esc}")
+    print(f"dead letters: {sum(dead.values())} " + str(dict(sorted(dead.items()))))
+    print("models used: " + (", ".join(f"{n} v{v}" for n, v in sorted(models)) or "none"))
+
+
+def _scrape(url: str) -> str:
+    wanted = ("modstream_verdicts_total", "modstream_dead_letters_total", "modstream_batches_total")
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 (local URL)
+            text = response.read().decode()
+    except OSError:
+        return "(metrics unavailable)"
+    lines = [ln for ln in text.splitlines() if ln.startswith(wanted)]
+    return "\nworker metrics (excerpt):\n    " + "\n    ".join(lines)
+
+
+def _print_next_steps(settings: StackToolSettings, review: ReviewSettings, http: str) -> None:
+    port = settings.stack.postgres_port
+    query = "SELECT decision, decided_by, category, count(*) FROM verdicts GROUP BY 1, 2, 3"
+    print(
+        "\nwhere to look next:\n"
+        f'    psql -h 127.0.0.1 -p {port} -U modstream modstream -c "{query}"\n'
+        f"    modstream worker   # then: curl {http}/metrics\n"
+        "    modstream review add-user alice --role moderator && modstream review serve\n"
+        f"        # then open http://{review.host}:{review.port}/console\n"
+        "    modstream stack down   # stop everything the stack started"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = StackToolSettings()
+    # The demo drives the worker and points at the console: it reads their sections too.
+    worker_http = WorkerSettings().http
+    review = ReviewServiceSettings().review
+    log_path = settings.stack.state_dir / "worker" / "demo-worker.log"
+    return asyncio.run(_run_demo(settings, worker_http, review, args.messages, log_path))
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "demo", help="run the pipeline end to end on the local stack with sample chat"
+    )
+    parser.add_argument("--messages", type=int, default=1000, help="sample messages to produce")
+    parser.set_defaults(handler=_run)

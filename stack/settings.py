@@ -1,0 +1,36 @@
+"""The development stack's settings: where and on which ports the local services run.
+
+Read by ``modstream stack`` and ``modstream demo`` (``MODSTREAM_STACK__KAFKA_PORT=...``); the
+daemon and the review service never see them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field
+
+from common.settings import Section, ServiceSettings, project_root
+
+__all__ = ["StackSettings", "StackToolSettings"]
+
+
+class StackSettings(Section):
+    """Where and how ``modstream stack`` runs the local services."""
+
+    state_dir: Path = Field(default_factory=lambda: project_root() / ".modstream")
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    kafka_heap_mb: int = 512
+    postgres_port: int = 15432
+    triton_http_port: int = 18000
+    triton_grpc_port: int = 18001
+    triton_metrics_port: int = 18002
+    model_repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
+    partitions: int = 4
+
+
+class StackToolSettings(ServiceSettings):
+    """Everything ``modstream stack`` and ``modstream demo`` read."""
+
+    stack: StackSettings = StackSettings()
