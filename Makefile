@@ -37,9 +37,10 @@ test: test-deps models stack-up  ## every test, against the real Kafka, PostgreS
 test-unit: bootstrap  ## only the fast, service-free tests
 	$(BIN)/pytest tests/unit
 
-lint: bootstrap
+lint: bootstrap  ## ruff, and the import contracts of pyproject.toml (one-way arrows between programs)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 typecheck: bootstrap
 	$(BIN)/mypy

@@ -6,17 +6,22 @@ handler loads its own program's settings object once (the daemon's, the review s
 stack's), so no program sees another's sections. Modules keep their heavy imports inside the
 handler so ``modstream --help`` stays fast.
 
-This is the top of the import graph: it names every program; no program imports it.
+This is the top of the import graph: it names every program; no program imports it. A command
+whose program is not installed is not offered: the production image (``Dockerfile``) ships the
+daemon, the review service and the admin commands, and leaves out the development stack and the
+model tools (``PRODUCTION_COMMANDS`` lists what it offers; a test builds that wheel and runs
+each one's ``--help`` in a fresh virtual environment).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Sequence
 
-__all__ = ["COMMAND_MODULES", "Handler", "main"]
+__all__ = ["COMMAND_MODULES", "PRODUCTION_COMMANDS", "Handler", "available_modules", "main"]
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -31,11 +36,23 @@ COMMAND_MODULES: tuple[str, ...] = (
     "worker.rescore",
 )
 
+PRODUCTION_COMMANDS: tuple[str, ...] = ("migrate", "worker", "review", "retention", "rescore")
+"""The sub-commands the production image offers (its packages: see ``.dockerignore``)."""
+
+
+def available_modules() -> list[str]:
+    """The command modules whose top-level package is installed here."""
+    return [
+        dotted
+        for dotted in COMMAND_MODULES
+        if importlib.util.find_spec(dotted.partition(".")[0]) is not None
+    ]
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="modstream", description=__doc__.splitlines()[0])
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for dotted in COMMAND_MODULES:
+    for dotted in available_modules():
         importlib.import_module(dotted).register(subparsers)
     return parser
 
