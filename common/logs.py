@@ -1,31 +1,109 @@
-"""structlog configured once: JSON lines rendered by orjson, no message text by default."""
+"""Logging configured once: every log line is JSON on stderr, and an outage cannot flood it.
+
+``structlog`` renders our own events; the standard library's loggers (aiokafka, asyncio, uvicorn,
+grpc) go through the same processors via :class:`structlog.stdlib.ProcessorFormatter`, so their
+lines are JSON too (``logger`` names the source, ``event`` holds their text). Their text never
+carries chat message text: those libraries log connection state, not payloads.
+
+A library that fails to connect logs the same line many times a second. :class:`RepeatSummary`
+lets the first line of each (logger, template) pass, drops repeats for ``interval_s`` and
+stamps the next line that passes with ``repeated`` (how many were dropped in between), so an
+outage costs one line per interval per kind of error.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+import time
+from collections.abc import Callable
 
 import orjson
 import structlog
+from structlog.typing import EventDict, Processor, WrappedLogger
 
-__all__ = ["configure_logging", "get_logger"]
+__all__ = ["RepeatSummary", "configure_logging", "get_logger"]
+
+SUMMARY_INTERVAL_S = 30.0
+"""Repeats of one library log line within this window are counted, not printed."""
 
 
 def _dumps(obj: object, default: object = None) -> str:
     return orjson.dumps(obj, default=str).decode()
 
 
-def configure_logging(level: str = "info") -> None:
-    """Route structlog and the standard library's loggers to JSON on stderr."""
+class RepeatSummary(logging.Filter):
+    """Pass the first record of each (logger, template) per interval; count the rest."""
+
+    def __init__(
+        self, interval_s: float = SUMMARY_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self._interval_s = interval_s
+        self._clock = clock
+        self._windows: dict[tuple[str, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = self._clock()
+        opened, dropped = self._windows.get(key, (-1e18, 0))
+        if now - opened < self._interval_s:
+            self._windows[key] = (opened, dropped + 1)
+            return False
+        if len(self._windows) > 10_000:  # unbounded templates must not grow memory
+            self._windows.clear()
+        self._windows[key] = (now, 0)
+        if dropped:
+            record.repeated = dropped
+        return True
+
+
+def _add_repeated(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    record = event.get("_record")
+    repeated = getattr(record, "repeated", None) if record is not None else None
+    if repeated:
+        event["repeated"] = repeated
+    return event
+
+
+def _shared_processors() -> list[Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+
+
+def configure_logging(
+    level: str = "info", *, summary_interval_s: float = SUMMARY_INTERVAL_S
+) -> None:
+    """Route structlog and the standard library's loggers to JSON lines on stderr."""
     numeric = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
-    logging.basicConfig(
-        stream=sys.stderr, level=max(numeric, logging.WARNING), format="%(message)s"
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[
+                structlog.stdlib.add_logger_name,
+                _add_repeated,
+                *_shared_processors(),
+            ],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                structlog.processors.JSONRenderer(serializer=_dumps),
+            ],
+        )
     )
+    handler.addFilter(RepeatSummary(summary_interval_s))
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    root.addHandler(handler)
+    # Libraries speak at WARNING and above unless asked for more; their INFO is chatty.
+    root.setLevel(max(numeric, logging.WARNING))
     structlog.configure(
         processors=[
-            structlog.contextvars.merge_contextvars,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            *_shared_processors(),
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(serializer=_dumps),
         ],

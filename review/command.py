@@ -24,6 +24,7 @@ def _serve(args: argparse.Namespace) -> int:
         host=args.host or settings.review.host,
         port=args.port or settings.review.port,
         log_level="warning",
+        log_config=None,  # uvicorn's loggers go through common.logs (JSON), not its own handlers
         access_log=False,
         proxy_headers=False,
     )

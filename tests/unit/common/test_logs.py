@@ -1,0 +1,72 @@
+"""common.logs: library log lines become JSON, and a flood of repeats becomes one line a window."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import orjson
+import pytest
+
+from common.logs import RepeatSummary, configure_logging
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _record(msg: str, name: str = "aiokafka.conn") -> logging.LogRecord:
+    return logging.LogRecord(name, logging.ERROR, __file__, 1, msg, None, None)
+
+
+def test_repeats_within_the_window_are_dropped_and_counted() -> None:
+    """The first line passes, repeats are dropped, the next window's line carries the count."""
+    clock = _Clock()
+    summary = RepeatSummary(interval_s=30.0, clock=clock)
+    assert summary.filter(_record("Unable connect to node %s"))
+    assert not any(summary.filter(_record("Unable connect to node %s")) for _ in range(500))
+    clock.now = 31.0
+    again = _record("Unable connect to node %s")
+    assert summary.filter(again)
+    assert getattr(again, "repeated", None) == 500
+
+
+def test_different_templates_and_loggers_are_counted_apart() -> None:
+    """Another message template or another logger is not swallowed by an earlier one."""
+    summary = RepeatSummary(interval_s=30.0, clock=_Clock())
+    assert summary.filter(_record("a %s"))
+    assert summary.filter(_record("b %s"))
+    assert summary.filter(_record("a %s", name="asyncio"))
+    assert not summary.filter(_record("a %s"))
+
+
+@pytest.fixture
+def restore_root_logging() -> Iterator[None]:
+    """configure_logging replaces the root handlers; put pytest's back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+
+
+@pytest.mark.usefixtures("restore_root_logging")
+def test_library_lines_are_json_with_the_repeat_count(capsys: pytest.CaptureFixture[str]) -> None:
+    """A standard-library logger's lines reach stderr as JSON, one per window with `repeated`."""
+    configure_logging("info", summary_interval_s=3600.0)
+    noisy = logging.getLogger("aiokafka.test")
+    for _ in range(1000):
+        noisy.error("Unable connect to node with id %s", 1)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1
+    entry = orjson.loads(lines[0])
+    assert entry["logger"] == "aiokafka.test"
+    assert entry["event"] == "Unable connect to node with id 1"
+    assert entry["level"] == "error"
