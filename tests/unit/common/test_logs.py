@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import orjson
 import pytest
+import structlog
 
 from common.logs import RepeatSummary, configure_logging
 
@@ -46,7 +47,7 @@ def test_different_templates_and_loggers_are_counted_apart() -> None:
 
 @pytest.fixture
 def restore_root_logging() -> Iterator[None]:
-    """configure_logging replaces the root handlers; put pytest's back afterwards."""
+    """configure_logging replaces the root handlers and structlog's output; undo both after."""
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     yield
@@ -55,6 +56,7 @@ def restore_root_logging() -> Iterator[None]:
     for handler in handlers:
         root.addHandler(handler)
     root.setLevel(level)
+    structlog.reset_defaults()
 
 
 @pytest.mark.usefixtures("restore_root_logging")
