@@ -125,3 +125,14 @@ def test_docker_compose_config_validates(tmp_path: Path) -> None:
         cwd=project_root(),
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_stateful_services_keep_their_data_on_volumes(compose: dict[str, Any]) -> None:
+    """Kafka's log and PostgreSQL's data survive `down`/`up`: both sit on named volumes, and
+    Kafka writes its log where the volume is mounted (offsets in PostgreSQL stay valid)."""
+    kafka = compose["services"]["kafka"]
+    log_dir = kafka["environment"]["KAFKA_LOG_DIRS"]
+    mounts = {m.split(":")[1]: m.split(":")[0] for m in kafka["volumes"]}
+    assert mounts.get(log_dir) in compose["volumes"]
+    postgres_mounts = [m.split(":")[0] for m in compose["services"]["postgres"]["volumes"]]
+    assert all(name in compose["volumes"] for name in postgres_mounts)
