@@ -1,10 +1,20 @@
-"""``modstream retention --keep 90d``: drop old monthly verdict partitions, create upcoming ones.
+"""``modstream retention``: verdict history, message text and the ledgers, each for its period.
 
-A monthly partition ``verdicts_YYYY_MM`` is dropped whole once its entire month lies before the
-cutoff (now minus ``--keep``), which is instant and leaves no bloat; rows older than the cutoff
-that sit in ``verdicts_default`` are deleted. Partitions for the current and the next
-``--ahead-months`` months are created (``modstream_ensure_verdict_partitions``). Everything runs
-in one transaction under an advisory lock, so two runs cannot interleave.
+- Verdicts (``--keep``, default 90 days): a monthly partition ``verdicts_YYYY_MM`` is dropped
+  whole once its entire month lies before the cutoff, which is instant and leaves no bloat; rows
+  older than the cutoff in ``verdicts_default`` are deleted. Partitions for the current and the
+  next ``--ahead-months`` months are created (``modstream_ensure_verdict_partitions``).
+- Message text (``--keep-text``, default 30 days): resolved escalations decided before the cutoff
+  keep their row (the analysts' figures need it) but lose ``message_text`` (set to ``''``,
+  ``text_cleared_at`` stamped); texts waiting in ``pending_texts`` longer than that are deleted
+  (their verdicts stay ``pending_model`` and are no longer re-scored).
+- Ledgers: dead letters after ``--keep-dead-letters`` (90 days), strikes that expired more than
+  ``--keep-expired-strikes`` ago (30 days; expired strikes no longer count anyway), published
+  decision-outbox rows after ``--keep-outbox`` (7 days; unpublished ones are never touched), and
+  console sessions once expired.
+
+Everything runs in one transaction under an advisory lock, so two runs cannot interleave;
+``--dry-run`` counts what would go and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +23,7 @@ import argparse
 import asyncio
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -24,6 +34,7 @@ from common.settings import ServiceSettings
 
 __all__ = [
     "RetentionError",
+    "RetentionPeriods",
     "RetentionReport",
     "apply_retention",
     "parse_keep",
@@ -42,12 +53,67 @@ class RetentionError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class RetentionPeriods:
+    """How long each kind of data is kept (``modstream retention`` flags)."""
+
+    verdicts: timedelta = timedelta(days=90)
+    text: timedelta = timedelta(days=30)
+    dead_letters: timedelta = timedelta(days=90)
+    expired_strikes: timedelta = timedelta(days=30)
+    outbox: timedelta = timedelta(days=7)
+
+
+@dataclass(frozen=True, slots=True)
 class RetentionReport:
     cutoff: datetime
     dropped: tuple[str, ...]
     default_rows_deleted: int
     partitions_created: int
     dry_run: bool
+    ledgers: dict[str, int] = field(default_factory=dict)
+    """Rows cleared or deleted per step (``review_texts_cleared``, ``dead_letters`` ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Step:
+    """One pruning step over fixed SQL; ``$1`` in ``condition`` is the step's cutoff."""
+
+    name: str
+    table: str
+    condition: str
+    period: str
+    """A ``RetentionPeriods`` field, or ``"now"`` for rows whose own expiry has passed."""
+    assignments: str | None = None
+    """``SET`` clause: the step clears columns instead of deleting rows."""
+
+    def statement(self) -> str:
+        if self.assignments is not None:
+            return f"UPDATE {self.table} SET {self.assignments} WHERE {self.condition}"  # noqa: S608 (constants)
+        return f"DELETE FROM {self.table} WHERE {self.condition}"  # noqa: S608 (constants)
+
+    def count(self) -> str:
+        return f"SELECT count(*) FROM {self.table} WHERE {self.condition}"  # noqa: S608 (constants)
+
+
+_LEDGER_STEPS: tuple[_Step, ...] = (
+    _Step(
+        "review_texts_cleared",
+        "review_items",
+        "status = 'resolved' AND text_cleared_at IS NULL AND resolved_at < $1",
+        "text",
+        assignments="message_text = '', text_cleared_at = now()",
+    ),
+    _Step("pending_texts", "pending_texts", "created_at < $1", "text"),
+    _Step("dead_letters", "dead_letters", "created_at < $1", "dead_letters"),
+    _Step("expired_strikes", "sender_strikes", "expires_at < $1", "expired_strikes"),
+    _Step(
+        "published_decisions",
+        "review_decision_outbox",
+        "published_at IS NOT NULL AND published_at < $1",
+        "outbox",
+    ),
+    _Step("expired_sessions", "review_sessions", "expires_at < $1", "now"),
+)
 
 
 def parse_keep(text: str) -> timedelta:
@@ -87,11 +153,14 @@ async def apply_retention(
     ahead_months: int = 3,
     dry_run: bool = False,
     now: datetime | None = None,
+    periods: RetentionPeriods | None = None,
 ) -> RetentionReport:
-    """Drop what is older than ``keep`` and create the coming months' partitions."""
+    """Drop verdicts older than ``keep``, clear old text, prune the ledgers, create partitions."""
     if ahead_months < 0:
         raise RetentionError("--ahead-months must not be negative")
-    cutoff = (now or datetime.now(UTC)) - keep
+    at = now or datetime.now(UTC)
+    chosen = periods or RetentionPeriods(verdicts=keep)
+    cutoff = at - keep
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _ADVISORY_LOCK_KEY)
         rows = await conn.fetch(
@@ -112,15 +181,34 @@ async def apply_retention(
                 (now or datetime.now(UTC)).date(),
                 ahead_months + 1,
             )
-    return RetentionReport(cutoff, tuple(doomed), deleted, created, dry_run)
+        ledgers = await _prune_ledgers(conn, chosen, at, dry_run)
+    return RetentionReport(cutoff, tuple(doomed), deleted, created, dry_run, ledgers)
+
+
+async def _prune_ledgers(
+    conn: asyncpg.Connection[Any], periods: RetentionPeriods, at: datetime, dry_run: bool
+) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for step in _LEDGER_STEPS:
+        step_cutoff = at if step.period == "now" else at - getattr(periods, step.period)
+        if dry_run:
+            counts[step.name] = int(await conn.fetchval(step.count(), step_cutoff))
+            continue
+        status = await conn.execute(step.statement(), step_cutoff)
+        counts[step.name] = int(status.split()[-1])
+        if counts[step.name]:
+            _log.info("retention_pruned", step=step.name, rows=counts[step.name])
+    return counts
 
 
 async def _main(
-    settings: ServiceSettings, keep: timedelta, ahead: int, dry_run: bool
+    settings: ServiceSettings, periods: RetentionPeriods, ahead: int, dry_run: bool
 ) -> RetentionReport:
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
-        return await apply_retention(conn, keep, ahead_months=ahead, dry_run=dry_run)
+        return await apply_retention(
+            conn, periods.verdicts, ahead_months=ahead, dry_run=dry_run, periods=periods
+        )
     finally:
         await conn.close()
 
@@ -129,8 +217,14 @@ def _run(args: argparse.Namespace) -> int:
     settings = ServiceSettings()
     configure_logging(settings.log_level)
     try:
-        keep = parse_keep(args.keep)
-        report = asyncio.run(_main(settings, keep, args.ahead_months, args.dry_run))
+        periods = RetentionPeriods(
+            verdicts=parse_keep(args.keep),
+            text=parse_keep(args.keep_text),
+            dead_letters=parse_keep(args.keep_dead_letters),
+            expired_strikes=parse_keep(args.keep_expired_strikes),
+            outbox=parse_keep(args.keep_outbox),
+        )
+        report = asyncio.run(_main(settings, periods, args.ahead_months, args.dry_run))
     except RetentionError as exc:
         print(f"error: {exc}")
         return 2
@@ -139,16 +233,26 @@ def _run(args: argparse.Namespace) -> int:
         f"cutoff {report.cutoff.isoformat()}: {verb} {len(report.dropped)} partition(s)"
         + (f" ({', '.join(report.dropped)})" if report.dropped else "")
         + f", deleted {report.default_rows_deleted} default-partition row(s), "
-        f"created {report.partitions_created} partition(s)"
+        f"created {report.partitions_created} partition(s); "
+        + ", ".join(f"{name}={rows}" for name, rows in report.ledgers.items())
     )
     return 0
 
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "retention", help="drop verdict partitions older than --keep, create upcoming ones"
+        "retention",
+        help="drop old verdict partitions, clear old message text, prune the ledgers",
     )
-    parser.add_argument("--keep", default="90d", help="how much history to keep: 90d, 12w")
+    parser.add_argument("--keep", default="90d", help="how much verdict history to keep: 90d, 12w")
+    parser.add_argument(
+        "--keep-text", default="30d", help="message text of resolved escalations and pending texts"
+    )
+    parser.add_argument("--keep-dead-letters", default="90d", help="dead-letter ledger rows")
+    parser.add_argument(
+        "--keep-expired-strikes", default="30d", help="strikes this long past their expiry"
+    )
+    parser.add_argument("--keep-outbox", default="7d", help="published decision-outbox rows")
     parser.add_argument(
         "--ahead-months", type=int, default=3, help="upcoming monthly partitions to create"
     )
