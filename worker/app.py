@@ -61,7 +61,9 @@ class Worker:
         self._tracker = OffsetTracker()
         self._failpoints = Failpoints(settings.failpoint)
         self._backpressure = Backpressure(
-            settings.batch.max_records_in_flight, settings.batch.resume_ratio
+            settings.batch.max_records_in_flight,
+            settings.batch.resume_ratio,
+            high_bytes=settings.batch.max_bytes_in_flight,
         )
         # The queues hold every record that may be in flight (the limit plus one fetch), so
         # ``put`` never blocks the consume loop: backpressure is pause/resume, not a stall.
@@ -235,7 +237,8 @@ class Worker:
     def _decode(self, record: Any, max_bytes: int) -> Work:
         """Register the record with the offset tracker and decode it (errors are kept)."""
         position = SourcePosition(record.topic, record.partition, record.offset)
-        self._tracker.start((record.topic, record.partition), record.offset)
+        size_bytes = len(record.value or b"") + len(record.key or b"")
+        self._tracker.start((record.topic, record.partition), record.offset, size_bytes)
         self.metrics.records_total.inc()
         work = Work(position, record.key, time.monotonic())
         try:
@@ -261,12 +264,14 @@ class Worker:
 
     def _apply_backpressure(self, source: KafkaSource) -> None:
         in_flight = self._tracker.in_flight()
+        in_flight_bytes = self._tracker.in_flight_bytes()
         self.metrics.in_flight_records.set(in_flight)
-        action = self._backpressure.update(in_flight)
+        self.metrics.in_flight_bytes.set(in_flight_bytes)
+        action = self._backpressure.update(in_flight, in_flight_bytes)
         if action is FlowAction.PAUSE:
             source.pause()
             self.metrics.consumer_paused.set(1)
-            _log.warning("consumer_paused", in_flight=in_flight)
+            _log.warning("consumer_paused", in_flight=in_flight, in_flight_bytes=in_flight_bytes)
         elif action is FlowAction.RESUME:
             source.resume()
             self.metrics.consumer_paused.set(0)

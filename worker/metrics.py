@@ -77,6 +77,11 @@ class Metrics:
             "Records fetched and not yet durably handled.",
             registry=r,
         )
+        self.in_flight_bytes = Gauge(
+            "modstream_in_flight_bytes",
+            "Bytes (key plus value) of the records fetched and not yet durably handled.",
+            registry=r,
+        )
         self.breaker_open = Gauge(
             "modstream_inference_breaker_open",
             "1 while the inference circuit is open.",

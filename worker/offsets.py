@@ -26,6 +26,8 @@ class _PartitionState:
     """Durable offsets still behind an earlier pending one."""
     next_offset: int | None = None
     """One past the highest offset started, the commit point when nothing is pending."""
+    sizes: dict[int, int] = field(default_factory=dict)
+    """Bytes of each record not yet durable (key plus value), for the memory bound."""
 
 
 class OffsetTracker:
@@ -33,14 +35,19 @@ class OffsetTracker:
 
     def __init__(self) -> None:
         self._parts: dict[PartitionKey, _PartitionState] = {}
+        self._bytes = 0
 
-    def start(self, key: PartitionKey, offset: int) -> None:
-        """Register a fetched record. Offsets of one partition must arrive in ascending order."""
+    def start(self, key: PartitionKey, offset: int, size_bytes: int = 0) -> None:
+        """Register a fetched record of ``size_bytes``. Offsets of one partition must arrive in
+        ascending order."""
         state = self._parts.setdefault(key, _PartitionState())
         if state.next_offset is not None and offset < state.next_offset:
             raise ValueError(f"{key}: offset {offset} is behind {state.next_offset}")
         state.pending.append(offset)
         state.next_offset = offset + 1
+        if size_bytes:
+            state.sizes[offset] = size_bytes
+            self._bytes += size_bytes
 
     def mark_durable(self, key: PartitionKey, offsets: Iterable[int]) -> None:
         """Records whose verdict is stored (or that are dead-lettered). Unknown keys are ignored:
@@ -50,6 +57,9 @@ class OffsetTracker:
             return
         if not state.pending:
             return
+        offsets = list(offsets)
+        for offset in offsets:
+            self._bytes -= state.sizes.pop(offset, 0)
         head = state.pending[0]
         state.durable.update(o for o in offsets if o >= head)
         while state.pending and state.pending[0] in state.durable:
@@ -81,9 +91,15 @@ class OffsetTracker:
         """Records started and not yet durable, over every partition."""
         return sum(len(s.pending) for s in self._parts.values())
 
+    def in_flight_bytes(self) -> int:
+        """Bytes of the records started and not yet durable, over every partition."""
+        return self._bytes
+
     def forget(self, key: PartitionKey) -> None:
         """Drop a revoked partition's state."""
-        self._parts.pop(key, None)
+        state = self._parts.pop(key, None)
+        if state is not None:
+            self._bytes -= sum(state.sizes.values())
 
     def partitions(self) -> list[PartitionKey]:
         return list(self._parts)

@@ -53,6 +53,10 @@ class BatchSettings(Section):
     max_records_in_flight: int = Field(default=5_000, ge=1)
     """Records fetched and not yet durable; at this many the partitions are paused (polling
     goes on, so the consumer stays in its group)."""
+    max_bytes_in_flight: int = Field(default=64 * 1024 * 1024, ge=1)
+    """Bytes (key plus value) of those records; at this many the partitions are paused too, so
+    memory is bounded by bytes, not only by a count (one fetch, ``kafka.fetch_max_bytes``, can
+    still land on top)."""
     resume_ratio: float = Field(default=0.5, gt=0, lt=1)
     """Paused partitions resume once in-flight records fall below this share of the limit."""
 

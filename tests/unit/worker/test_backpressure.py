@@ -45,3 +45,19 @@ def test_invalid_marks_are_rejected(high: int, ratio: float) -> None:
     """A non-positive limit or a ratio outside (0, 1) is a configuration error."""
     with pytest.raises(ValueError, match="high_records"):
         Backpressure(high, ratio)
+
+
+def test_bytes_alone_pause_and_both_marks_must_clear_to_resume() -> None:
+    """A few huge records pause on bytes; resuming needs records and bytes under their low marks."""
+    bp = Backpressure(1_000, 0.5, high_bytes=10_000)
+    assert bp.update(3, 9_999) is FlowAction.KEEP
+    assert bp.update(4, 10_000) is FlowAction.PAUSE
+    assert bp.update(2, 6_000) is FlowAction.KEEP
+    assert bp.update(600, 1_000) is FlowAction.KEEP
+    assert bp.update(2, 5_000) is FlowAction.RESUME
+
+
+def test_a_byte_limit_below_one_is_refused() -> None:
+    """high_bytes must be positive (or None)."""
+    with pytest.raises(ValueError, match="high_bytes"):
+        Backpressure(10, 0.5, high_bytes=0)

@@ -161,3 +161,20 @@ def test_forget_then_restart_begins_a_fresh_partition_state() -> None:
     assert tracker.durable_point(KEY) == 3
     tracker.mark_durable(KEY, [3])
     assert tracker.durable_point(KEY) == 4
+
+
+def test_bytes_in_flight_follow_durability_and_revocation() -> None:
+    """Bytes count from start until the record is durable or its partition is forgotten."""
+    tracker = OffsetTracker()
+    tracker.start(("t", 0), 0, size_bytes=100)
+    tracker.start(("t", 0), 1, size_bytes=50)
+    tracker.start(("t", 1), 0, size_bytes=7)
+    assert tracker.in_flight_bytes() == 157
+    tracker.mark_durable(("t", 0), [1])
+    assert tracker.in_flight_bytes() == 107
+    tracker.mark_durable(("t", 0), [1])
+    assert tracker.in_flight_bytes() == 107
+    tracker.forget(("t", 0))
+    assert tracker.in_flight_bytes() == 7
+    tracker.mark_durable(("t", 1), [0])
+    assert tracker.in_flight_bytes() == 0
