@@ -182,7 +182,10 @@ def default_ruleset() -> RuleSet:
 
 def parse_ruleset(data: bytes | str) -> RuleSet:
     """Validate the text of a rule file."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        raise RuleLoadError(None, f"not UTF-8 (byte {exc.start}): {exc.reason}") from exc
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

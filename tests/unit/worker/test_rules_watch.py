@@ -71,3 +71,17 @@ async def test_missing_file_is_ignored(tmp_path: Path) -> None:
     path.unlink()
     assert not await watcher.check()
     assert installed == []
+
+
+async def test_invalid_utf8_is_rejected_and_old_engine_kept(tmp_path: Path) -> None:
+    """A rule file with bytes that are not UTF-8 is a rejected reload, not a crash."""
+    path = tmp_path / "rules.toml"
+    _write(path, _GOOD, 0)
+    installed: list[RuleEngine] = []
+    watcher = RulesWatcher(path, 1.0, installed.append)
+    path.write_bytes(_GOOD.replace("alpha", "al\xffpha").encode("latin-1") + b"\xc3\x28")
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
+    assert not await watcher.check()
+    assert installed == []
+    assert watcher.rejections == 1

@@ -202,3 +202,9 @@ def test_default_ruleset_loads_and_is_enabled() -> None:
     assert ruleset.get("en.hate.slur").meta.action is RuleAction.BLOCK
     with pytest.raises(KeyError):
         ruleset.get("no.such.rule")
+
+
+def test_invalid_utf8_is_a_rule_load_error() -> None:
+    """Bytes that are not UTF-8 raise RuleLoadError naming the offset, not UnicodeDecodeError."""
+    with pytest.raises(RuleLoadError, match="not UTF-8"):
+        parse_ruleset(b"version = 1\n# \xff\n")
