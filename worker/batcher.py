@@ -1,5 +1,13 @@
 """Micro-batching: a batch closes at ``max_items`` or ``max_wait_s`` after its first item.
 
+Those are upper bounds. Two latency rules close a batch earlier:
+
+- ``idle``: when nothing more is waiting and ``idle()`` says the model has no request in flight,
+  the batch closes now (reason ``idle``): an idle model gains nothing from waiting, and under
+  load requests are in flight, so batches fill up as before;
+- ``target_latency_s``: a batch closes when its oldest item has waited that long since it was
+  put (reason ``target``), time in the queue included.
+
 Producers ``await put(item)``; the input queue is bounded, so a saturated pipeline pushes back on
 the consumer loop instead of growing memory. ``batches()`` yields closed batches; ``flush()``
 closes the open batch now (revocation, shutdown) and ``close()`` ends the iteration once drained.
@@ -9,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -30,25 +38,35 @@ class _Close:
 class Batch(Generic[T]):
     items: list[T]
     opened_at: float
-    """``time.monotonic()`` when the first item arrived."""
+    """``time.monotonic()`` when the first item was put."""
     reason: str
-    """Why it closed: ``full``, ``timeout``, ``flush`` or ``close``."""
+    """Why it closed: ``full``, ``timeout``, ``idle``, ``target``, ``flush`` or ``close``."""
 
 
 class MicroBatcher(Generic[T]):
     def __init__(
-        self, max_items: int, max_wait_s: float, *, queue_items: int | None = None
+        self,
+        max_items: int,
+        max_wait_s: float,
+        *,
+        queue_items: int | None = None,
+        target_latency_s: float | None = None,
+        idle: Callable[[], bool] | None = None,
     ) -> None:
         if max_items < 1 or max_wait_s <= 0:
             raise ValueError("max_items must be >= 1 and max_wait_s > 0")
+        if target_latency_s is not None and target_latency_s <= 0:
+            raise ValueError("target_latency_s must be > 0 (or None)")
         self.max_items = max_items
         self.max_wait_s = max_wait_s
-        self._queue: asyncio.Queue[T | _Flush | _Close] = asyncio.Queue(
+        self.target_latency_s = target_latency_s
+        self._idle = idle
+        self._queue: asyncio.Queue[tuple[float, T] | _Flush | _Close] = asyncio.Queue(
             maxsize=queue_items or 2 * max_items
         )
 
     async def put(self, item: T) -> None:
-        await self._queue.put(item)
+        await self._queue.put((time.monotonic(), item))
 
     async def flush(self) -> None:
         await self._queue.put(_Flush())
@@ -67,19 +85,22 @@ class MicroBatcher(Generic[T]):
                 return
             if isinstance(first, _Flush):
                 continue
-            opened_at = time.monotonic()
-            items: list[T] = [first]
+            opened_at, item = first
+            items: list[T] = [item]
             reason = "full"
-            deadline = opened_at + self.max_wait_s
+            deadline, late_reason = self._deadline(opened_at)
             while len(items) < self.max_items:
                 try:
                     nxt = self._queue.get_nowait()
                 except asyncio.QueueEmpty:
+                    if self._idle is not None and self._idle():
+                        reason = "idle"
+                        break
                     try:
                         async with asyncio.timeout_at(_loop_deadline(deadline)):
                             nxt = await self._queue.get()
                     except TimeoutError:
-                        reason = "timeout"
+                        reason = late_reason
                         break
                 if isinstance(nxt, _Flush):
                     reason = "flush"
@@ -87,8 +108,16 @@ class MicroBatcher(Generic[T]):
                 if isinstance(nxt, _Close):
                     reason, closing = "close", True
                     break
-                items.append(nxt)
+                items.append(nxt[1])
             yield Batch(items, opened_at, reason)
+
+    def _deadline(self, opened_at: float) -> tuple[float, str]:
+        """When the batch opened at ``opened_at`` must close, and the reason it will give."""
+        timeout = opened_at + self.max_wait_s
+        if self.target_latency_s is None:
+            return timeout, "timeout"
+        target = opened_at + self.target_latency_s
+        return (target, "target") if target < timeout else (timeout, "timeout")
 
 
 def _loop_deadline(monotonic_deadline: float) -> float:

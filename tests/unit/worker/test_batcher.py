@@ -122,3 +122,44 @@ def test_rejects_invalid_limits(max_items: int, max_wait_s: float) -> None:
     """max_items below 1 or a non-positive max_wait_s are refused."""
     with pytest.raises(ValueError, match="max_items"):
         MicroBatcher(max_items, max_wait_s)
+
+
+async def test_idle_model_closes_the_batch_as_soon_as_nothing_waits() -> None:
+    """With idle() true, a batch takes what is queued and closes at once as "idle"."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0, idle=lambda: True)
+    for i in range(3):
+        await batcher.put(i)
+    batch = await _next(batcher.batches())
+    assert (batch.items, batch.reason) == ([0, 1, 2], "idle")
+
+
+async def test_busy_model_lets_the_batch_wait_for_more() -> None:
+    """With a request in flight (idle() false), the batch waits and fills up as before."""
+    busy = True
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=3, max_wait_s=30.0, idle=lambda: not busy)
+    it = batcher.batches()
+    await batcher.put(1)
+    pending = asyncio.ensure_future(_next(it))
+    await asyncio.sleep(0.02)
+    assert not pending.done()
+    await batcher.put(2)
+    await batcher.put(3)
+    assert (await pending).reason == "full"
+
+
+async def test_target_latency_counts_time_spent_in_the_queue() -> None:
+    """A batch closes when its oldest item reaches target_latency_s since it was put."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0, target_latency_s=0.2)
+    await batcher.put(1)
+    await asyncio.sleep(0.15)  # waiting in the queue counts
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    batch = await _next(batcher.batches())
+    assert batch.reason == "target"
+    assert loop.time() - started < 0.15
+
+
+def test_target_latency_must_be_positive() -> None:
+    """A zero or negative target is refused."""
+    with pytest.raises(ValueError, match="target_latency_s"):
+        MicroBatcher(max_items=1, max_wait_s=1.0, target_latency_s=0)
