@@ -4,9 +4,10 @@ loudly (error, readiness false, no commit past the batch); SIGTERM still drains 
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -428,3 +429,44 @@ async def test_drain_deadline_still_lets_blocked_batches_give_up(
     assert rig.source is not None
     assert rig.source.committed_all
     assert rig.source.commits[-1] == {(_TOPIC, 0): 0}
+
+
+async def test_a_failing_dispatcher_loop_is_reported_by_its_task_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An error in the model dispatcher's own loop (not in a batch) arrives wrapped in its batch
+    ``TaskGroup``'s group; it is still logged once, as ``worker_task_failed`` of
+    ``dispatch_model`` with the inner exception's type, and ``run`` raises WorkerFailed."""
+    rig = Rig(_records(30))
+    _install(monkeypatch, rig)
+    worker = Worker(_settings())
+
+    async def broken_batches() -> AsyncIterator[Batch[Work]]:
+        await asyncio.sleep(0.05)
+        raise KeyError("boom")
+        yield  # pragma: no cover - makes this an async generator
+
+    monkeypatch.setattr(worker._model_batcher, "batches", broken_batches)
+    with capture_logs() as logs, pytest.raises(WorkerFailed):
+        await asyncio.wait_for(worker.run(asyncio.Event()), 10)
+    events = [e for e in logs if e["event"].endswith("_failed") and e["event"] != "worker_failed"]
+    assert [(e["event"], e.get("task"), e["error_type"]) for e in events] == [
+        ("worker_task_failed", "dispatch_model", "KeyError")
+    ]
+    assert "boom" not in str(events)
+    assert worker.readiness() == (False, "worker_task_failed: KeyError")
+
+
+@pytest.mark.parametrize(("outcome", "code"), [(None, 0), (WorkerFailed("x"), 1)])
+def test_the_command_exits_1_when_the_worker_failed(
+    monkeypatch: pytest.MonkeyPatch, outcome: WorkerFailed | None, code: int
+) -> None:
+    """``modstream worker``'s handler returns 0 after a clean stop and 1 after WorkerFailed."""
+
+    async def run_until_signalled(_settings: WorkerSettings) -> None:
+        if outcome is not None:
+            raise outcome
+
+    monkeypatch.setattr(app_module, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(app_module, "_run_until_signalled", run_until_signalled)
+    assert app_module._run(argparse.Namespace()) == code
