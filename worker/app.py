@@ -2,8 +2,16 @@
 
 Lifecycle (arq-style): a signal only sets ``stop``; the consume loop stops fetching, the batchers
 flush what they hold, in-flight batches drain within ``batch.drain_timeout_s``, offsets are
-committed, and the process exits 0. Every background task runs in one ``TaskGroup``, so a task
-that dies takes the worker down loudly instead of silently.
+committed, and the process exits 0.
+
+Failure is structured too: every background task runs in one ``TaskGroup`` and every batch task
+in a ``TaskGroup`` of its dispatcher (at most ``batch.max_in_flight`` at once), so no exception
+goes unobserved. The first unexpected one is logged (``batch_task_failed`` or
+``worker_task_failed``, with the exception's type and where it was raised, never its message),
+``/readyz`` answers 503 from that moment, fetching stops, the other tasks are cancelled, the
+components shut down, ``run`` raises ``WorkerFailed`` and the process exits 1. Nothing commits
+past the failed batch: its records were never marked durable, so neither the offsets stored with
+later batches nor a Kafka commit can pass them, and the restarted worker reads them again.
 """
 
 from __future__ import annotations
@@ -13,8 +21,10 @@ import asyncio
 import contextlib
 import signal
 import time
+import traceback
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
+from pathlib import Path
 from typing import Any
 
 from common.logs import configure_logging, get_logger
@@ -39,12 +49,32 @@ from worker.settings import WorkerSettings
 from worker.sink import PostgresSink
 from worker.source import KafkaSource
 
-__all__ = ["Worker", "register"]
+__all__ = ["Worker", "WorkerFailed", "register"]
 
 _log = get_logger(__name__)
 _FETCH_TIMEOUT_MS = 500
 _YIELD_EVERY_RECORDS = 64
 _LAG_PROBE_S = 0.5
+_EXIT_FAILED = 1
+
+
+class WorkerFailed(RuntimeError):
+    """A task of the worker raised unexpectedly; the worker stopped and shut down (the task's
+    exceptions are chained as the cause)."""
+
+
+def _first_leaf(group: ExceptionGroup[Exception]) -> Exception:
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, ExceptionGroup) else first
+
+
+def _raised_at(exc: BaseException) -> str:
+    """``file.py:line in function`` of the innermost frame: where, without the message."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    if not frames:
+        return "unknown"
+    frame = frames[-1]
+    return f"{Path(frame.filename).name}:{frame.lineno} in {frame.name}"
 
 
 class Worker:
@@ -77,6 +107,7 @@ class Worker:
         )
         self._give_up = asyncio.Event()
         self._started = False
+        self._failure: str | None = None
         self._processor: BatchProcessor | None = None
         self._source: KafkaSource | None = None
         self.http_port: int | None = None
@@ -84,6 +115,8 @@ class Worker:
     # -- readiness ------------------------------------------------------------------------
 
     def readiness(self) -> tuple[bool, str]:
+        if self._failure is not None:
+            return False, self._failure
         if not self._started:
             return False, "starting"
         if self._processor is not None and not self._processor.sink_healthy:
@@ -150,59 +183,121 @@ class Worker:
             _log.info("worker_started", topic=s.kafka.input_topic, http_port=health.port)
             done = asyncio.Event()
             processor = self._processor
-            async with asyncio.TaskGroup() as tg:
-                pipeline = [
-                    tg.create_task(self._consume(source, stop)),
-                    tg.create_task(
+            try:
+                await self._supervise(stop, done, source, processor, inference, outbox, rescorer)
+            except ExceptionGroup as group:
+                if self._failure is None:
+                    raise
+                # Shut down without ``commit_all``: the failed batch's records stay pending.
+                _log.error("worker_failed", in_flight=self._tracker.in_flight())
+                raise WorkerFailed(self._failure) from group
+            await source.commit_all()
+            _log.info("worker_stopped", in_flight=self._tracker.in_flight())
+
+    async def _supervise(
+        self,
+        stop: asyncio.Event,
+        done: asyncio.Event,
+        source: KafkaSource,
+        processor: BatchProcessor,
+        inference: TritonModerationClient,
+        outbox: VerdictOutbox,
+        rescorer: Rescorer,
+    ) -> None:
+        """Run the pipeline and the background tasks in one ``TaskGroup`` until the pipeline
+        ends (after ``stop``) or a task fails (the group then raises)."""
+        s = self._settings
+        async with asyncio.TaskGroup() as tg:
+            pipeline = [
+                tg.create_task(self._watched("consume", self._consume(source, stop))),
+                tg.create_task(
+                    self._watched(
+                        "dispatch_model",
                         self._dispatch(
+                            "model",
                             self._model_batcher,
                             processor.process_model_batch,
                             s.batch.max_in_flight,
-                        )
-                    ),
-                    tg.create_task(
-                        self._dispatch(self._decided_batcher, processor.process_decided_batch, 1)
-                    ),
-                ]
-                tg.create_task(self._watch_lag(done))
-                tg.create_task(self._watch_breaker(inference, done))
-                topic = s.kafka.input_topic
-
-                def owned() -> list[int]:
-                    return source.partitions_of(topic)
-
-                rel = s.reliability
-                tg.create_task(outbox.run(done, rel.outbox_interval_s, topic, owned))
-                tg.create_task(
-                    rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned)
-                )
-                if s.rules.path is not None and s.rules.reload_interval_s > 0:
-                    watcher = RulesWatcher(
-                        s.rules.path,
-                        s.rules.reload_interval_s,
-                        self._install_rules,
-                        on_reject=lambda _exc: self.metrics.rules_reloads_total.labels(
-                            "rejected"
-                        ).inc(),
+                        ),
                     )
-                    tg.create_task(watcher.run(done))
-                tg.create_task(self._drain_deadline(stop, done))
-                await asyncio.wait(pipeline)
-                done.set()
-            await source.commit_all()
-            _log.info("worker_stopped", in_flight=self._tracker.in_flight())
+                ),
+                tg.create_task(
+                    self._watched(
+                        "dispatch_decided",
+                        self._dispatch(
+                            "decided", self._decided_batcher, processor.process_decided_batch, 1
+                        ),
+                    )
+                ),
+            ]
+            tg.create_task(self._watched("watch_lag", self._watch_lag(done)))
+            tg.create_task(self._watched("watch_breaker", self._watch_breaker(inference, done)))
+            topic = s.kafka.input_topic
+
+            def owned() -> list[int]:
+                return source.partitions_of(topic)
+
+            rel = s.reliability
+            tg.create_task(
+                self._watched("outbox", outbox.run(done, rel.outbox_interval_s, topic, owned))
+            )
+            tg.create_task(
+                self._watched(
+                    "rescore",
+                    rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned),
+                )
+            )
+            if s.rules.path is not None and s.rules.reload_interval_s > 0:
+                watcher = RulesWatcher(
+                    s.rules.path,
+                    s.rules.reload_interval_s,
+                    self._install_rules,
+                    on_reject=lambda _exc: self.metrics.rules_reloads_total.labels(
+                        "rejected"
+                    ).inc(),
+                )
+                tg.create_task(self._watched("rules_watch", watcher.run(done)))
+            tg.create_task(self._watched("drain_deadline", self._drain_deadline(stop, done)))
+            await asyncio.wait(pipeline)
+            done.set()
+
+    # -- failure --------------------------------------------------------------------------
+
+    def _fail(self, event: str, exc: Exception, **fields: object) -> None:
+        """Record an unexpected exception: readiness turns false at once and fetching stops.
+        Every failure is logged (type and place only); the first one names the readiness."""
+        if self._failure is None:
+            self._failure = f"{event}: {type(exc).__name__}"
+        _log.error(event, error_type=type(exc).__name__, raised_at=_raised_at(exc), **fields)
+
+    async def _watched(self, task: str, work: Awaitable[None]) -> None:
+        """Await a background task; an unexpected exception is recorded, then re-raised so the
+        ``TaskGroup`` cancels the rest."""
+        try:
+            await work
+        except ExceptionGroup as group:
+            # A dispatcher's: its batch failures were recorded where they happened.
+            if self._failure is None:
+                self._fail("worker_task_failed", _first_leaf(group), task=task)
+            raise
+        except Exception as exc:
+            self._fail("worker_task_failed", exc, task=task)
+            raise
 
     async def _drain_deadline(self, stop: asyncio.Event, done: asyncio.Event) -> None:
         """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up."""
         stop_task = asyncio.ensure_future(stop.wait())
         done_task = asyncio.ensure_future(done.wait())
-        await asyncio.wait({stop_task, done_task}, return_when=asyncio.FIRST_COMPLETED)
-        if done.is_set():
+        try:
+            await asyncio.wait({stop_task, done_task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Also when cancelled (another task failed): leave no waiter pending.
             stop_task.cancel()
+            done_task.cancel()
+        if done.is_set():
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(done.wait(), self._settings.batch.drain_timeout_s)
-        done_task.cancel()
         if not done.is_set():
             _log.warning("drain_deadline_passed")
         self._give_up.set()
@@ -210,7 +305,7 @@ class Worker:
     async def _consume(self, source: KafkaSource, stop: asyncio.Event) -> None:
         max_bytes = self._settings.kafka.max_message_bytes
         try:
-            while not stop.is_set():
+            while not stop.is_set() and self._failure is None:
                 self._apply_backpressure(source)
                 fetched = await source.fetch(_FETCH_TIMEOUT_MS)
                 if fetched:
@@ -228,7 +323,7 @@ class Worker:
                     await self._route(work)
                     if handled % _YIELD_EVERY_RECORDS == 0:
                         await asyncio.sleep(0)  # let heartbeats and batches run
-                    if stop.is_set():
+                    if stop.is_set() or self._failure is not None:
                         break
         finally:
             await self._decided_batcher.close()
@@ -284,30 +379,29 @@ class Worker:
 
     async def _dispatch(
         self,
+        kind: str,
         batcher: MicroBatcher[Work],
         handle: Callable[[Batch[Work]], Awaitable[None]],
         slots: int,
     ) -> None:
-        """Run up to ``slots`` batches at once; wait for all of them before returning."""
+        """Run up to ``slots`` batches at once, each a task of one ``TaskGroup``; return when the
+        batcher is closed and every batch finished. A batch that raises is recorded, the group
+        cancels the others and raises (nothing is left running, no exception is lost)."""
         semaphore = asyncio.Semaphore(slots)
-        running: set[asyncio.Task[None]] = set()
 
         async def run_one(batch: Batch[Work]) -> None:
             try:
                 await handle(batch)
+            except Exception as exc:
+                self._fail("batch_task_failed", exc, kind=kind, items=len(batch.items))
+                raise
             finally:
                 semaphore.release()
 
-        try:
+        async with asyncio.TaskGroup() as batches:
             async for batch in batcher.batches():
                 await semaphore.acquire()
-                task = asyncio.create_task(run_one(batch))
-                running.add(task)
-                task.add_done_callback(running.discard)
-        finally:
-            if running:
-                # Errors in batch tasks propagate: an unexpected one must stop the worker loudly.
-                await asyncio.gather(*running)
+                batches.create_task(run_one(batch))
 
     async def _drain_partitions(self, keys: list[PartitionKey]) -> None:
         """Revocation: flush the batchers and wait (bounded) for those partitions' records."""
@@ -348,7 +442,10 @@ async def _run_until_signalled(settings: WorkerSettings) -> None:
 def _run(args: argparse.Namespace) -> int:
     settings = WorkerSettings()
     configure_logging(settings.log_level)
-    asyncio.run(_run_until_signalled(settings))
+    try:
+        asyncio.run(_run_until_signalled(settings))
+    except WorkerFailed:
+        return _EXIT_FAILED  # already logged where it happened, without message text
     return 0
 
 

@@ -101,4 +101,5 @@ class WorkerSettings(ServiceSettings):
     http: HttpSettings = HttpSettings()
     failpoint: str | None = None
     """Testing only (``MODSTREAM_FAILPOINT=after_pg_commit`` or ``name@N`` for the N-th pass):
-    the worker SIGKILLs itself there; see ``worker.failpoints``."""
+    the worker SIGKILLs itself there; ``raise:name@N`` raises an unexpected error there instead;
+    see ``worker.failpoints``."""

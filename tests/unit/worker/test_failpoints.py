@@ -1,10 +1,13 @@
-"""Tests for worker.failpoints: arming by name and count, and nothing happens when unarmed."""
+"""Tests for worker.failpoints: arming by action, name and count; nothing happens when unarmed."""
 
 from __future__ import annotations
 
 import pytest
 
-from worker.failpoints import FAILPOINT_NAMES, FailpointError, Failpoints
+from worker.failpoints import FAILPOINT_NAMES, FailpointError, FailpointRaised, Failpoints
+from worker.inference import InferenceError
+from worker.publisher import PublishError
+from worker.sink import SinkError
 
 
 class Recorder:
@@ -44,8 +47,68 @@ def test_bare_name_kills_on_first_pass() -> None:
     assert kill.kills == 1
 
 
-@pytest.mark.parametrize("spec", ["after_lunch", "after_fetch@0", "after_fetch@x"])
+def test_explicit_kill_action_is_the_default_action() -> None:
+    """``kill:after_fetch@2`` kills on the second pass, like ``after_fetch@2``."""
+    kill = Recorder()
+    points = Failpoints("kill:after_fetch@2", kill=kill)
+    points.hit("after_fetch")
+    assert kill.kills == 0
+    points.hit("after_fetch")
+    assert kill.kills == 1
+    assert (points.armed, points.action) == ("after_fetch", "kill")
+
+
+def test_raise_action_raises_on_the_nth_pass_without_killing() -> None:
+    """``raise:during_inference@2`` raises FailpointRaised on the second pass and never kills."""
+    kill = Recorder()
+    points = Failpoints("raise:during_inference@2", kill=kill)
+    assert (points.armed, points.action) == ("during_inference", "raise")
+    points.hit("during_inference")
+    points.hit("after_pg_commit")
+    with pytest.raises(FailpointRaised) as raised:
+        points.hit("during_inference")
+    assert (raised.value.name, raised.value.count) == ("during_inference", 2)
+    assert kill.kills == 0
+
+
+def test_each_action_fires_once() -> None:
+    """Passes after the armed one neither kill again nor raise again."""
+    kill = Recorder()
+    killing = Failpoints("after_rules", kill=kill)
+    raising = Failpoints("raise:after_rules", kill=kill)
+    killing.hit("after_rules")
+    with pytest.raises(FailpointRaised):
+        raising.hit("after_rules")
+    for _ in range(3):
+        killing.hit("after_rules")
+        raising.hit("after_rules")
+    assert kill.kills == 1
+
+
+def test_raised_error_is_not_one_the_pipeline_handles() -> None:
+    """FailpointRaised is none of the errors the pipeline expects and handles (inference, sink,
+    publish failures, bad specifications), so it reaches the worker as an unexpected one."""
+    handled = (InferenceError, SinkError, PublishError, FailpointError)
+    assert not issubclass(FailpointRaised, handled)
+    assert issubclass(FailpointRaised, Exception)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "after_lunch",
+        "after_fetch@0",
+        "after_fetch@x",
+        "explode:after_fetch",
+        "raise:",
+        "raise:after_lunch@2",
+        "raise:after_fetch@-1",
+        ":after_fetch",
+        "raise:kill:after_fetch",
+    ],
+)
 def test_bad_specifications_are_rejected(spec: str) -> None:
-    """Unknown names and counts that are not positive integers raise FailpointError."""
+    """Unknown actions, unknown names and counts that are not positive integers raise
+    FailpointError."""
     with pytest.raises(FailpointError):
         Failpoints(spec)
