@@ -98,8 +98,16 @@ class Worker:
         # The queues hold every record that may be in flight (the limit plus one fetch), so
         # ``put`` never blocks the consume loop: backpressure is pause/resume, not a stall.
         queue_items = settings.batch.max_records_in_flight + settings.kafka.max_poll_records
+        self._batches_running: dict[str, int] = {"model": 0, "decided": 0}
+        target_ms = settings.batch.target_latency_ms
         self._model_batcher: MicroBatcher[Work] = MicroBatcher(
-            settings.batch.max_items, settings.batch.max_wait_s, queue_items=queue_items
+            settings.batch.max_items,
+            settings.batch.max_wait_s,
+            queue_items=queue_items,
+            # Below the upper bounds a batch closes once the model has nothing in flight, or
+            # when its oldest message has waited target_latency_ms.
+            target_latency_s=target_ms / 1000.0 if target_ms else None,
+            idle=lambda: self._batches_running["model"] == 0,
         )
         # Rule blocks and dead letters need no model: they flush almost at once.
         self._decided_batcher: MicroBatcher[Work] = MicroBatcher(
@@ -396,11 +404,14 @@ class Worker:
                 self._fail("batch_task_failed", exc, kind=kind, items=len(batch.items))
                 raise
             finally:
+                self._batches_running[kind] -= 1
                 semaphore.release()
 
         async with asyncio.TaskGroup() as batches:
             async for batch in batcher.batches():
                 await semaphore.acquire()
+                # Counted from creation, so the next batch never sees a just-handed-off one as idle.
+                self._batches_running[kind] += 1
                 batches.create_task(run_one(batch))
 
     async def _drain_partitions(self, keys: list[PartitionKey]) -> None:

@@ -46,6 +46,10 @@ class TritonSettings(Section):
 class BatchSettings(Section):
     max_items: int = Field(default=100, ge=1)
     max_wait_s: float = Field(default=5.0, gt=0)
+    target_latency_ms: int | None = Field(default=250, gt=0)
+    """Below the ``max_items`` / ``max_wait_s`` upper bounds, a model batch also closes when its
+    oldest message has waited this long (queue time included), and at once when the model has
+    no request in flight; ``None`` turns the age rule off."""
     max_in_flight: int = Field(default=4, ge=1)
     """Batches being inferred or written at once; bounds memory and overlaps the stages."""
     drain_timeout_s: float = 30.0
