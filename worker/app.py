@@ -58,6 +58,16 @@ _LAG_PROBE_S = 0.5
 _EXIT_FAILED = 1
 
 
+
+async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s: float) -> None:
+    """One shutdown step, abandoned after ``timeout_s`` (a client waiting on a broker that is
+    down would otherwise hold the process long after the drain deadline)."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await stop()
+    except TimeoutError:
+        _log.warning("shutdown_step_timed_out", step=step, timeout_s=timeout_s)
+
 class WorkerFailed(RuntimeError):
     """A task of the worker raised unexpectedly; the worker stopped and shut down (the task's
     exceptions are chained as the cause)."""
@@ -137,14 +147,16 @@ class Worker:
         s = self._settings
         async with AsyncExitStack() as stack:
             sink = PostgresSink(s.postgres, s.kafka.group_id)
-            await stack.enter_async_context(sink)
+            await sink.start()
+            stack.push_async_callback(_stop_within, "postgres", sink.stop, 1.0)
             await sink.ensure_partitions()
             self._strikes = StrikeCache(sink, ttl_s=s.rules.strikes_ttl_s)
             publisher = KafkaPublisher(s.kafka)
-            await stack.enter_async_context(publisher)
+            await publisher.start()
+            stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 1.0)
             inference = TritonModerationClient(s.triton)
             await inference.start(wait_ready=False)
-            stack.push_async_callback(inference.stop)
+            stack.push_async_callback(_stop_within, "triton", inference.stop, 0.5)
             try:
                 await inference.wait_ready(s.triton.ready_timeout_s)
             except InferenceUnavailable as exc:
@@ -186,7 +198,7 @@ class Worker:
             stack.push_async_callback(health.stop)
             self.http_port = health.port
             await source.start()
-            stack.push_async_callback(source.stop)
+            stack.push_async_callback(_stop_within, "kafka_consumer", source.stop, 1.5)
             self._started = True
             _log.info("worker_started", topic=s.kafka.input_topic, http_port=health.port)
             done = asyncio.Event()
@@ -199,7 +211,9 @@ class Worker:
                 # Shut down without ``commit_all``: the failed batch's records stay pending.
                 _log.error("worker_failed", in_flight=self._tracker.in_flight())
                 raise WorkerFailed(self._failure) from group
-            await source.commit_all()
+            # Best effort: PostgreSQL holds the offsets; a broker that is down must not hold the
+            # exit (every stop step below is bounded too, about 5 s in all).
+            await _stop_within("kafka_commit", source.commit_all, 1.0)
             _log.info("worker_stopped", in_flight=self._tracker.in_flight())
 
     async def _supervise(

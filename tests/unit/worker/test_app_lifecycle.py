@@ -57,10 +57,10 @@ def _records(count: int, *, bad_every: int = 0) -> list[Record]:
 
 
 class FakeSink:
-    async def __aenter__(self) -> FakeSink:
-        return self
+    async def start(self) -> None:
+        return None
 
-    async def __aexit__(self, *_: object) -> None:
+    async def stop(self) -> None:
         return None
 
     async def ensure_partitions(self) -> None:
@@ -68,11 +68,16 @@ class FakeSink:
 
 
 class FakePublisher:
-    async def __aenter__(self) -> FakePublisher:
-        return self
+    """A producer whose stop can hang, as aiokafka's does while the broker is down."""
 
-    async def __aexit__(self, *_: object) -> None:
+    hang_on_stop = False
+
+    async def start(self) -> None:
         return None
+
+    async def stop(self) -> None:
+        if self.hang_on_stop:
+            await asyncio.Event().wait()
 
 
 @dataclass(slots=True)
@@ -125,6 +130,7 @@ class FakeSource:
         self.committed_all = False
         self.stopped = False
         self.on_stop: Callable[[], Awaitable[None]] | None = None
+        self.hang_on_commit = False
 
     async def start(self) -> None:
         return None
@@ -165,6 +171,8 @@ class FakeSource:
 
     async def commit_all(self) -> None:
         self.committed_all = True
+        if self.hang_on_commit:
+            await asyncio.Event().wait()
         await self.commit({k: self._tracker.durable_point(k) for k in self._tracker.partitions()})
 
     def highest_commit(self) -> int:
@@ -228,6 +236,7 @@ class Rig:
     records: list[Record]
     chunk: int = 25
     sink: FakeSink = field(default_factory=FakeSink)
+    publisher: FakePublisher = field(default_factory=FakePublisher)
     inference: FakeInference = field(default_factory=FakeInference)
     source: FakeSource | None = None
     processor: FakeProcessor | None = None
@@ -249,7 +258,7 @@ class Rig:
 
 def _install(monkeypatch: pytest.MonkeyPatch, rig: Rig) -> None:
     monkeypatch.setattr(app_module, "PostgresSink", lambda *_a, **_k: rig.sink)
-    monkeypatch.setattr(app_module, "KafkaPublisher", lambda *_a, **_k: FakePublisher())
+    monkeypatch.setattr(app_module, "KafkaPublisher", lambda *_a, **_k: rig.publisher)
     monkeypatch.setattr(app_module, "TritonModerationClient", lambda *_a, **_k: rig.inference)
     monkeypatch.setattr(app_module, "StrikeCache", lambda *_a, **_k: FakeStrikes())
     monkeypatch.setattr(app_module, "KafkaSource", rig.make_source)
@@ -429,6 +438,35 @@ async def test_drain_deadline_still_lets_blocked_batches_give_up(
     assert rig.source is not None
     assert rig.source.committed_all
     assert rig.source.commits[-1] == {(_TOPIC, 0): 0}
+
+
+async def test_shutdown_is_bounded_when_the_broker_does_not_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the broker down, the final commit, the consumer's stop and the producer's stop never
+    return; each step is abandoned after its budget and ``run`` ends within a few seconds."""
+
+    async def hang() -> None:
+        await asyncio.Event().wait()
+
+    rig = Rig(_records(10))
+    rig.publisher.hang_on_stop = True
+    _install(monkeypatch, rig)
+    worker = Worker(_settings(drain_timeout_s=0.2))
+    stop = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run(stop))
+        await _wait_for(lambda: rig.source is not None and rig.source.exhausted)
+        assert rig.source is not None
+        rig.source.hang_on_commit = True
+        rig.source.on_stop = hang
+        stop.set()
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 10)
+        took = asyncio.get_running_loop().time() - started
+    timed_out = {e["step"] for e in logs if e["event"] == "shutdown_step_timed_out"}
+    assert timed_out == {"kafka_commit", "kafka_consumer", "kafka_producer"}
+    assert took < 0.2 + 5.0
 
 
 async def test_a_failing_dispatcher_loop_is_reported_by_its_task_name(
