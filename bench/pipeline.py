@@ -32,13 +32,11 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
-from pipelines.policy import decide
 from pipelines.rules import RuleEngine, default_ruleset
-from pipelines.verdict import Verdict
+from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings
 from worker.inference import TritonModerationClient
-from worker.processing import text_sha256
 from worker.settings import WorkerSettings
 from worker.sink import PostgresSink, SinkBatch
 
@@ -147,6 +145,7 @@ async def run_ceiling(settings: WorkerSettings, texts: Sequence[str]) -> float:
 async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic: str) -> float:
     engine = RuleEngine(default_ruleset())
     thresholds = settings.policy
+    run = ModelRun(model_name=settings.triton.model_name)
     async with (
         TritonModerationClient(settings.triton) as client,
         PostgresSink(settings.postgres, f"bench-naive-{topic}") as sink,
@@ -156,22 +155,13 @@ async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic
             message = decode_message(record.value, max_bytes=settings.kafka.max_message_bytes)
             outcome = engine.evaluate(message)
             scores = None if outcome.is_decisive else (await client.infer([message.text])).scores[0]
-            result = decide(outcome, scores, thresholds, model_available=True)
-            verdict = Verdict(
-                position=SourcePosition(topic, 0, offset),
-                message_id=message.message_id,
-                group_id=message.group_id,
-                sender_id=message.sender_id,
-                sent_at=message.sent_at,
-                text_sha256=text_sha256(message.text),
-                rule_hits=outcome.hits,
-                scores=scores,
-                result=result,
-                model_name=settings.triton.model_name,
-                model_version=None,
-                batch_id=None,
+            verdict = make_verdict(
+                MessageFacts.of(SourcePosition(topic, 0, offset), message),
+                outcome,
+                scores,
+                thresholds,
+                run,
                 queue_ms=0.0,
-                inference_ms=None,
             )
             await sink.write(SinkBatch([verdict], offsets={(topic, 0): offset + 1}))
         elapsed = time.perf_counter() - started

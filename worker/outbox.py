@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
+from datetime import datetime
 from typing import Any, Protocol
-
-import orjson
 
 from common.logs import get_logger
 from pipelines.messages import SourcePosition
-from pipelines.verdict_record import SCHEMA_VERSION
+from pipelines.verdict_codec import row_kafka_record
 from worker.publisher import PublishError
 from worker.sink import SinkError
 
-__all__ = ["VerdictOutbox", "record_from_row"]
+__all__ = ["VerdictOutbox"]
 
 _log = get_logger(__name__)
 
@@ -44,54 +42,6 @@ class _Store(Protocol):
 
 class _Publisher(Protocol):
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
-
-def _iso(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _json(value: object) -> Any:
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
-
-
-def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
-    """The ``moderation.verdicts`` record of a stored row (same fields as ``verdict_record``;
-    ``created_at`` is when the verdict was last decided, i.e. the row's ``updated_at``)."""
-    scores = _json(row["scores"])
-    labels = (
-        {
-            "sentiment": row["sentiment_label"],
-            "intent": row["intent_label"],
-            "toxicity": row["toxicity_label"],
-        }
-        if scores is not None
-        else None
-    )
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "message_id": row["message_id"],
-        "group_id": row["group_id"],
-        "sender_id": row["sender_id"],
-        "source_topic": row["source_topic"],
-        "source_partition": int(row["source_partition"]),
-        "source_offset": int(row["source_offset"]),
-        "decision": row["decision"],
-        "decided_by": row["decided_by"],
-        "escalate": bool(row["escalated"]),
-        "category": row["category"],
-        "priority": float(row["priority"]),
-        "reasons": list(row["reasons"] or []),
-        "rule_hits": _json(row["rule_hits"]) or [],
-        "scores": scores,
-        "labels": labels,
-        "model_name": row["model_name"],
-        "model_version": row["model_version"],
-        "batch_id": str(row["batch_id"]) if row["batch_id"] is not None else None,
-        "sent_at": _iso(row["sent_at"]),
-        "created_at": _iso(row["updated_at"]),
-    }
 
 
 class VerdictOutbox:
@@ -122,9 +72,7 @@ class VerdictOutbox:
         )
         if not rows:
             return 0
-        records = [
-            (str(r["group_id"]).encode("utf-8"), orjson.dumps(record_from_row(r))) for r in rows
-        ]
+        records: list[tuple[bytes | None, bytes]] = [row_kafka_record(r) for r in rows]
         await self._publisher.publish(self._topic, records)
         await self._store.mark_published(
             [

@@ -9,7 +9,6 @@ records durable and the offsets are committed to Kafka; then verdicts are publis
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -20,11 +19,12 @@ from typing import Protocol
 from common.logs import get_logger
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
-from pipelines.policy import PolicyThresholds, decide
+from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
-from pipelines.verdict_record import verdict_kafka_records
+from pipelines.verdict_codec import verdict_kafka_records
+from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
@@ -96,10 +96,6 @@ class _Abandoned(Exception):
     """Shutdown deadline passed while a dependency was down: leave the batch uncommitted."""
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 class BatchProcessor:
     def __init__(
         self,
@@ -134,9 +130,7 @@ class BatchProcessor:
         works = batch.items
         started = time.monotonic()
         scores: list[ModelScores | None] = [None] * len(works)
-        model_name: str | None = None
-        model_version: str | None = None
-        inference_ms: float | None = None
+        run = ModelRun(batch_id=str(uuid.uuid4()))
         try:
             result = await self._infer([_message(w).text for w in works])
         except InferenceError as exc:
@@ -144,14 +138,9 @@ class BatchProcessor:
             _log.warning("inference_failed", error=str(exc), items=len(works))
         else:
             scores = list(result.scores)
-            model_name, model_version = result.model_name, result.model_version
-            inference_ms = result.latency_ms
+            run = ModelRun(result.model_name, result.model_version, run.batch_id, result.latency_ms)
             self._metrics.inference_seconds.observe(result.latency_ms / 1000.0)
-        batch_id = str(uuid.uuid4())
-        verdicts = [
-            self._verdict(w, s, started, batch_id, model_name, model_version, inference_ms)
-            for w, s in zip(works, scores, strict=True)
-        ]
+        verdicts = [self._verdict(w, s, started, run) for w, s in zip(works, scores, strict=True)]
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
         await self._finish(works, verdicts, [])
@@ -174,44 +163,22 @@ class BatchProcessor:
             _log.warning("batch_abandoned", items=len(works))
             return
         letters = [_dead_letter(w) for w in dead]
-        verdicts = [
-            self._verdict(w, None, started, None, None, None, None)
-            for w in works
-            if w.error is None
-        ]
+        verdicts = [self._verdict(w, None, started, NO_MODEL) for w in works if w.error is None]
         self._metrics.batches_total.labels("decided", batch.reason).inc()
         await self._finish(works, verdicts, letters)
 
     # -- shared finishing steps ----------------------------------------------------------
 
     def _verdict(
-        self,
-        work: Work,
-        scores: ModelScores | None,
-        started: float,
-        batch_id: str | None,
-        model_name: str | None,
-        model_version: str | None,
-        inference_ms: float | None,
+        self, work: Work, scores: ModelScores | None, started: float, run: ModelRun
     ) -> Verdict:
-        message = _message(work)
-        outcome = work.outcome or RuleOutcome()
-        result = decide(outcome, scores, self._thresholds, model_available=scores is not None)
-        return Verdict(
-            position=work.position,
-            message_id=message.message_id,
-            group_id=message.group_id,
-            sender_id=message.sender_id,
-            sent_at=message.sent_at,
-            text_sha256=text_sha256(message.text),
-            rule_hits=outcome.hits,
-            scores=scores,
-            result=result,
-            model_name=model_name,
-            model_version=model_version,
-            batch_id=batch_id,
+        return make_verdict(
+            MessageFacts.of(work.position, _message(work)),
+            work.outcome or RuleOutcome(),
+            scores,
+            self._thresholds,
+            run,
             queue_ms=max(0.0, (started - work.fetched_at) * 1000.0),
-            inference_ms=inference_ms,
         )
 
     async def _finish(

@@ -21,16 +21,17 @@ from typing import Any, Protocol
 
 from common.logs import configure_logging, get_logger
 from pipelines.messages import SourcePosition
-from pipelines.policy import PolicyThresholds, decide
-from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.policy import PolicyThresholds
+from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
-from pipelines.verdict_record import verdict_kafka_records
+from pipelines.verdict_codec import hits_from_json, verdict_kafka_records
+from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
 from worker.publisher import PublishError
 from worker.settings import WorkerSettings
 from worker.sink import Escalation, PendingRow, SinkError
 
-__all__ = ["Rescorer", "hits_from_json", "register"]
+__all__ = ["Rescorer", "register"]
 
 _log = get_logger(__name__)
 
@@ -58,19 +59,6 @@ class _Store(Protocol):
 
 class _Publisher(Protocol):
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
-
-def hits_from_json(items: Sequence[dict[str, Any]]) -> tuple[RuleHit, ...]:
-    """Rule hits as stored in ``verdicts.rule_hits`` (``RuleHit.as_dict``), back as objects."""
-    return tuple(
-        RuleHit(
-            rule_id=str(item["rule_id"]),
-            category=str(item["category"]),
-            severity=Severity[str(item["severity"]).upper()],
-            action=RuleAction(str(item["action"])),
-        )
-        for item in items
-    )
 
 
 class Rescorer:
@@ -106,32 +94,22 @@ class Rescorer:
         if not rows:
             return 0
         result = await self._inference.infer([r.text for r in rows])
-        batch_id = str(uuid.uuid4())
+        run = ModelRun(
+            result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
+        )
         verdicts: list[Verdict] = []
         escalations: list[Escalation] = []
         for row, scores in zip(rows, result.scores, strict=True):
-            hits = hits_from_json(row.rule_hits)
-            decided = decide(RuleOutcome(hits), scores, self._thresholds)
-            verdict = Verdict(
-                position=row.position,
-                message_id=row.message_id,
-                group_id=row.group_id,
-                sender_id=row.sender_id,
-                sent_at=row.sent_at,
-                text_sha256=row.text_sha256,
-                rule_hits=hits,
-                scores=scores,
-                result=decided,
-                model_name=result.model_name,
-                model_version=result.model_version,
-                batch_id=batch_id,
-                queue_ms=row.queue_ms,
-                inference_ms=result.latency_ms,
+            outcome = RuleOutcome(hits_from_json(row.rule_hits))
+            verdict = make_verdict(
+                row.facts, outcome, scores, self._thresholds, run, queue_ms=row.queue_ms
             )
             verdicts.append(verdict)
-            if decided.escalate:
+            if verdict.result.escalate:
                 escalations.append(Escalation(verdict, row.text))
-        updated = await self._store.apply_rescore(verdicts, escalations, [r.position for r in rows])
+        updated = await self._store.apply_rescore(
+            verdicts, escalations, [r.facts.position for r in rows]
+        )
         changed = [v for v in verdicts if v.position in updated]
         self.rescored += len(changed)
         if self._on_rescored is not None:

@@ -7,7 +7,6 @@ are absorbed instead of doubled.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -18,6 +17,8 @@ import orjson
 
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
+from pipelines.verdict_codec import VERDICT_COLUMNS, verdict_row
+from pipelines.verdict_factory import MessageFacts
 from worker.offsets import PartitionKey
 from worker.settings import PostgresSettings
 
@@ -72,12 +73,7 @@ class PendingText:
 class PendingRow:
     """A ``pending_model`` verdict with everything re-scoring needs (read back from Postgres)."""
 
-    position: SourcePosition
-    sent_at: datetime
-    message_id: str
-    group_id: str
-    sender_id: str
-    text_sha256: str
+    facts: MessageFacts
     rule_hits: list[dict[str, Any]]
     queue_ms: float
     text: str
@@ -232,36 +228,9 @@ def _position_columns(
 
 
 def _verdict_columns(verdicts: Sequence[Verdict]) -> list[list[Any]]:
-    cols: list[list[Any]] = [[] for _ in range(24)]
+    cols: list[list[Any]] = [[] for _ in VERDICT_COLUMNS]
     for v in verdicts:
-        labels = v.scores.labels() if v.scores is not None else {}
-        row: tuple[Any, ...] = (
-            v.position.topic,
-            v.position.partition,
-            v.position.offset,
-            v.sent_at,
-            v.message_id,
-            v.group_id,
-            v.sender_id,
-            v.text_sha256,
-            v.result.decision.value,
-            v.result.decided_by.value,
-            v.result.escalate,
-            v.result.category,
-            v.result.priority,
-            _dumps(list(v.result.reasons)),
-            _dumps([h.as_dict() for h in v.rule_hits]),
-            _dumps(v.scores.as_dict()) if v.scores is not None else None,
-            labels.get("sentiment"),
-            labels.get("intent"),
-            labels.get("toxicity"),
-            v.model_name,
-            v.model_version,
-            uuid.UUID(v.batch_id) if v.batch_id else None,
-            v.queue_ms,
-            v.inference_ms,
-        )
-        for col, value in zip(cols, row, strict=True):
+        for col, value in zip(cols, verdict_row(v), strict=True):
             col.append(value)
     return cols
 
@@ -422,14 +391,16 @@ class PostgresSink:
             raise SinkUnavailable(f"pending read failed: {type(exc).__name__}") from exc
         return [
             PendingRow(
-                position=SourcePosition(
-                    r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
+                facts=MessageFacts(
+                    position=SourcePosition(
+                        r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
+                    ),
+                    message_id=r["message_id"],
+                    group_id=r["group_id"],
+                    sender_id=r["sender_id"],
+                    sent_at=r["sent_at"],
+                    text_sha256=r["text_sha256"],
                 ),
-                sent_at=r["sent_at"],
-                message_id=r["message_id"],
-                group_id=r["group_id"],
-                sender_id=r["sender_id"],
-                text_sha256=r["text_sha256"],
                 rule_hits=orjson.loads(r["rule_hits"]),
                 queue_ms=float(r["queue_ms"]),
                 text=r["message_text"],

@@ -12,7 +12,7 @@ from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.verdict import DecidedBy, Decision, Verdict
-from pipelines.verdict_record import encode_verdict_record
+from pipelines.verdict_codec import encode_verdict_record
 
 TEXT = "兼职刷单\uff0c日结\uff0c加微信 abc12345"
 

@@ -13,8 +13,9 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
+from pipelines.verdict_factory import MessageFacts
 from worker.inference import InferenceResult, InferenceUnavailable
-from worker.rescore import Rescorer, hits_from_json
+from worker.rescore import Rescorer
 from worker.sink import Escalation, PendingRow
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -26,12 +27,14 @@ HATE = ModelScores(
 
 def _pending(offset: int, hits: list[dict[str, object]] | None = None) -> PendingRow:
     return PendingRow(
-        position=SourcePosition("chat.messages", 0, offset),
-        sent_at=SENT_AT,
-        message_id=f"m-{offset}",
-        group_id="g",
-        sender_id="u",
-        text_sha256="0" * 64,
+        facts=MessageFacts(
+            position=SourcePosition("chat.messages", 0, offset),
+            message_id=f"m-{offset}",
+            group_id="g",
+            sender_id="u",
+            sent_at=SENT_AT,
+            text_sha256="0" * 64,
+        ),
         rule_hits=list(hits or []),
         queue_ms=3.0,
         text=f"text {offset}",
@@ -76,7 +79,7 @@ class FakeStore:
         self.applied.extend(v for v in verdicts if v.position in updated)
         self.escalations.extend(escalations)
         gone = set(done)
-        self.rows = [r for r in self.rows if r.position not in gone]
+        self.rows = [r for r in self.rows if r.facts.position not in gone]
         return updated
 
     async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
@@ -104,12 +107,6 @@ def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublish
         verdict_topic="moderation.verdicts",
         batch_items=2,
     )
-
-
-def test_hits_round_trip_through_their_stored_form() -> None:
-    """``hits_from_json(hit.as_dict())`` gives the hit back."""
-    hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
-    assert hits_from_json([hit.as_dict()]) == (hit,)
 
 
 async def test_all_pending_rows_become_model_verdicts_and_are_republished() -> None:
