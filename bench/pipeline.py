@@ -38,7 +38,8 @@ from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings
 from worker.inference import TritonModerationClient
 from worker.settings import WorkerSettings
-from worker.sink import PostgresSink, SinkBatch
+from worker.stores.database import Database
+from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 
 _PARTITIONS = 4
 _BENCH_HTTP_PORT = 18089
@@ -148,8 +149,9 @@ async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic
     run = ModelRun(model_name=settings.triton.model_name)
     async with (
         TritonModerationClient(settings.triton) as client,
-        PostgresSink(settings.postgres, f"bench-naive-{topic}") as sink,
+        Database(settings.postgres) as database,
     ):
+        store = VerdictBatchStore(database, f"bench-naive-{topic}")
         started = time.perf_counter()
         for offset, record in enumerate(records):
             message = decode_message(record.value, max_bytes=settings.kafka.max_message_bytes)
@@ -163,7 +165,7 @@ async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic
                 run,
                 queue_ms=0.0,
             )
-            await sink.write(SinkBatch([verdict], offsets={(topic, 0): offset + 1}))
+            await store.write(VerdictBatch([verdict], offsets={(topic, 0): offset + 1}))
         elapsed = time.perf_counter() - started
     return len(records) / elapsed
 

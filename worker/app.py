@@ -1,4 +1,4 @@
-"""``modstream worker``: wires the source, rules, batchers, processor and sinks, and runs them.
+"""``modstream worker``: wires source, rules, batchers, processor, stores and publisher; runs them.
 
 Lifecycle (arq-style): a signal only sets ``stop``; the consume loop stops fetching, the batchers
 flush what they hold, in-flight batches drain within ``batch.drain_timeout_s``, offsets are
@@ -36,8 +36,13 @@ from worker.rescore import Rescorer
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
 from worker.settings import WorkerSettings
-from worker.sink import PostgresSink
 from worker.source import KafkaSource
+from worker.stores.database import Database
+from worker.stores.partitions import ensure_verdict_partitions
+from worker.stores.pending_texts import PendingTextStore
+from worker.stores.strikes import StrikeStore
+from worker.stores.verdict_batches import VerdictBatchStore
+from worker.stores.verdict_outbox import VerdictOutboxStore
 
 __all__ = ["Worker", "register"]
 
@@ -49,7 +54,7 @@ _LAG_PROBE_S = 0.5
 
 class Worker:
     _strikes: StrikeCache
-    """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the sink)."""
+    """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the database)."""
 
     def __init__(self, settings: WorkerSettings, *, metrics: Metrics | None = None) -> None:
         self._settings = settings
@@ -84,7 +89,7 @@ class Worker:
     def readiness(self) -> tuple[bool, str]:
         if not self._started:
             return False, "starting"
-        if self._processor is not None and not self._processor.sink_healthy:
+        if self._processor is not None and not self._processor.store_healthy:
             return False, "postgres unavailable"
         return True, "ready"
 
@@ -93,10 +98,12 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         s = self._settings
         async with AsyncExitStack() as stack:
-            sink = PostgresSink(s.postgres, s.kafka.group_id)
-            await stack.enter_async_context(sink)
-            await sink.ensure_partitions()
-            self._strikes = StrikeCache(sink, ttl_s=s.rules.strikes_ttl_s)
+            database = Database(s.postgres)
+            await stack.enter_async_context(database)
+            await ensure_verdict_partitions(database)
+            self._strikes = StrikeCache(StrikeStore(database), ttl_s=s.rules.strikes_ttl_s)
+            batches = VerdictBatchStore(database, s.kafka.group_id)
+            verdict_outbox = VerdictOutboxStore(database)
             publisher = KafkaPublisher(s.kafka)
             await stack.enter_async_context(publisher)
             inference = TritonModerationClient(s.triton)
@@ -107,11 +114,12 @@ class Worker:
             except InferenceUnavailable as exc:
                 # Keep going: verdicts are rules-only (pending_model) until the model answers.
                 _log.warning("triton_not_ready", error=str(exc))
-            source = KafkaSource(s.kafka, sink, self._tracker, self._drain_partitions)
+            source = KafkaSource(s.kafka, batches, self._tracker, self._drain_partitions)
             self._source = source
             self._processor = BatchProcessor(
                 inference=inference,
-                sink=sink,
+                store=batches,
+                outbox=verdict_outbox,
                 publisher=publisher,
                 committer=source,
                 tracker=self._tracker,
@@ -122,7 +130,7 @@ class Worker:
                 failpoints=self._failpoints,
             )
             outbox = VerdictOutbox(
-                sink,
+                verdict_outbox,
                 publisher,
                 s.kafka.verdict_topic,
                 min_age_s=s.reliability.outbox_min_age_s,
@@ -131,7 +139,8 @@ class Worker:
             )
             rescorer = Rescorer(
                 inference=inference,
-                store=sink,
+                store=PendingTextStore(database),
+                outbox=verdict_outbox,
                 publisher=publisher,
                 thresholds=self._thresholds,
                 verdict_topic=s.kafka.verdict_topic,

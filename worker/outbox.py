@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from typing import Any, Protocol
 
 from common.logs import get_logger
 from pipelines.messages import SourcePosition
-from pipelines.verdict_codec import row_kafka_record
+from pipelines.verdict_codec import VerdictRowKey, row_kafka_record
 from worker.publisher import PublishError
-from worker.sink import SinkError
+from worker.stores.database import StoreError
 
 __all__ = ["VerdictOutbox"]
 
@@ -37,7 +36,7 @@ class _Store(Protocol):
         partitions: Sequence[int] | None = None,
     ) -> list[dict[str, Any]]: ...
 
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
 
 
 class _Publisher(Protocol):
@@ -115,7 +114,7 @@ class VerdictOutbox:
             if owned:
                 try:
                     await self.relay_all(source_topic, owned)
-                except (SinkError, PublishError) as exc:
+                except (StoreError, PublishError) as exc:
                     _log.warning("outbox_relay_deferred", error=str(exc))
             # Until partitions are assigned, look again soon: the first relay runs at start.
             with contextlib.suppress(TimeoutError):

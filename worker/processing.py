@@ -23,7 +23,7 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
-from pipelines.verdict_codec import verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey, verdict_kafka_records
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
@@ -32,14 +32,10 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.publisher import PublishError
 from worker.retry import backoff_s
-from worker.sink import (
-    DeadLetter,
-    Escalation,
-    PendingText,
-    SinkBatch,
-    SinkError,
-    SinkUnavailable,
-)
+from worker.stores.database import StoreError, StoreUnavailable
+from worker.stores.pending_texts import PendingText
+from worker.stores.review_items import Escalation
+from worker.stores.verdict_batches import DeadLetter, VerdictBatch
 
 __all__ = ["BatchProcessor", "Work"]
 
@@ -69,10 +65,12 @@ class Inference(Protocol):
     async def infer(self, texts: Sequence[str]) -> InferenceResult: ...
 
 
-class Sink(Protocol):
-    async def write(self, batch: SinkBatch) -> None: ...
+class BatchStore(Protocol):
+    async def write(self, batch: VerdictBatch) -> None: ...
 
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+
+class PublishedMarks(Protocol):
+    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
 
 
 class Publisher(Protocol):
@@ -101,7 +99,8 @@ class BatchProcessor:
         self,
         *,
         inference: Inference,
-        sink: Sink,
+        store: BatchStore,
+        outbox: PublishedMarks,
         publisher: Publisher,
         committer: Committer,
         tracker: OffsetTracker,
@@ -112,7 +111,8 @@ class BatchProcessor:
         failpoints: Failpoints | None = None,
     ) -> None:
         self._inference = inference
-        self._sink = sink
+        self._store = store
+        self._outbox = outbox
         self._publisher = publisher
         self._committer = committer
         self._tracker = tracker
@@ -121,7 +121,7 @@ class BatchProcessor:
         self._metrics = metrics
         self._give_up = give_up
         self._failpoints = failpoints or Failpoints(None)
-        self.sink_healthy = True
+        self.store_healthy = True
         self._write_lock = asyncio.Lock()
 
     # -- the two batch kinds -------------------------------------------------------------
@@ -205,7 +205,7 @@ class BatchProcessor:
             }
             try:
                 stored = await self._write(
-                    SinkBatch(verdicts, escalations, letters, offsets, pending)
+                    VerdictBatch(verdicts, escalations, letters, offsets, pending)
                 )
             except _Abandoned:
                 _log.warning("batch_abandoned", items=len(works))
@@ -230,7 +230,7 @@ class BatchProcessor:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
         await self._publish(stored.verdicts)
 
-    async def _write(self, batch: SinkBatch) -> SinkBatch:
+    async def _write(self, batch: VerdictBatch) -> VerdictBatch:
         """Write with retries while Postgres is down; isolate rows Postgres rejects."""
         attempt = 0
         while True:
@@ -238,51 +238,51 @@ class BatchProcessor:
             started = time.perf_counter()
             try:
                 stored = await self._write_or_isolate(batch)
-            except SinkUnavailable as exc:
+            except StoreUnavailable as exc:
                 # Also when Postgres drops during isolation: retry it all (inserts are idempotent).
-                self.sink_healthy = False
+                self.store_healthy = False
                 _log.warning("sink_unavailable", error=str(exc), attempt=attempt)
                 if self._give_up.is_set():
                     raise _Abandoned from exc
                 await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
                 continue
-            self.sink_healthy = True
+            self.store_healthy = True
             self._metrics.sink_seconds.observe(time.perf_counter() - started)
             return stored
 
-    async def _write_or_isolate(self, batch: SinkBatch) -> SinkBatch:
+    async def _write_or_isolate(self, batch: VerdictBatch) -> VerdictBatch:
         try:
-            await self._sink.write(batch)
-        except SinkUnavailable:
+            await self._store.write(batch)
+        except StoreUnavailable:
             raise
-        except SinkError as exc:
+        except StoreError as exc:
             _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
             return await self._isolate(batch)
         return batch
 
-    async def _isolate(self, batch: SinkBatch) -> SinkBatch:
+    async def _isolate(self, batch: VerdictBatch) -> VerdictBatch:
         """Postgres refused the batch: store each verdict alone, dead-letter those it refuses."""
         kept: list[Verdict] = []
         letters = list(batch.dead_letters)
         escalations = {e.verdict.position: e for e in batch.escalations}
         pending = {p.position: p for p in batch.pending_texts}
         for verdict in batch.verdicts:
-            single = SinkBatch(
+            single = VerdictBatch(
                 [verdict],
                 [e for e in [escalations.get(verdict.position)] if e],
                 pending_texts=[p for p in [pending.get(verdict.position)] if p],
             )
             try:
-                await self._sink.write(single)
-            except SinkUnavailable:
+                await self._store.write(single)
+            except StoreUnavailable:
                 raise
-            except SinkError as exc:
+            except StoreError as exc:
                 letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
             else:
                 kept.append(verdict)
-        rest = SinkBatch([], [], letters, batch.offsets)
-        await self._sink.write(rest)
-        return SinkBatch(kept, [], letters, batch.offsets)
+        rest = VerdictBatch([], [], letters, batch.offsets)
+        await self._store.write(rest)
+        return VerdictBatch(kept, [], letters, batch.offsets)
 
     async def _send_dead_letters(self, dead: list[Work]) -> None:
         attempt = 0
@@ -311,8 +311,8 @@ class BatchProcessor:
         try:
             await self._publisher.publish(self._verdict_topic, records)
             self._failpoints.hit("during_publish")
-            await self._sink.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, SinkError) as exc:
+            await self._outbox.mark_published([(v.position, v.sent_at) for v in verdicts])
+        except (PublishError, StoreError) as exc:
             # The rows stay ``published = false``; the outbox relay sends them later.
             self._metrics.publish_failures_total.inc()
             _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))

@@ -24,12 +24,14 @@ from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
-from pipelines.verdict_codec import hits_from_json, verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey, hits_from_json, verdict_kafka_records
 from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
 from worker.publisher import PublishError
 from worker.settings import WorkerSettings
-from worker.sink import Escalation, PendingRow, SinkError
+from worker.stores.database import StoreError
+from worker.stores.pending_texts import PendingRow
+from worker.stores.review_items import Escalation
 
 __all__ = ["Rescorer", "register"]
 
@@ -52,9 +54,11 @@ class _Store(Protocol):
         done: Sequence[SourcePosition],
     ) -> set[SourcePosition]: ...
 
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
-
     async def drop_orphan_texts(self) -> int: ...
+
+
+class _PublishedMarks(Protocol):
+    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
 
 
 class _Publisher(Protocol):
@@ -67,6 +71,7 @@ class Rescorer:
         *,
         inference: _Inference,
         store: _Store,
+        outbox: _PublishedMarks,
         publisher: _Publisher,
         thresholds: PolicyThresholds,
         verdict_topic: str,
@@ -76,6 +81,7 @@ class Rescorer:
         self._inference = inference
         self._on_rescored = on_rescored
         self._store = store
+        self._outbox = outbox
         self._publisher = publisher
         self._thresholds = thresholds
         self._verdict_topic = verdict_topic
@@ -87,7 +93,7 @@ class Rescorer:
     ) -> int:
         """Re-score one page; returns how many pending rows were read (0: none left).
 
-        Raises ``InferenceError`` / ``SinkError`` when the model or Postgres is unavailable;
+        Raises ``InferenceError`` / ``StoreError`` when the model or Postgres is unavailable;
         nothing is changed then.
         """
         rows = await self._store.pending_model_rows(self._batch_items, topic, partitions)
@@ -136,8 +142,8 @@ class Rescorer:
         records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
             await self._publisher.publish(self._verdict_topic, records)
-            await self._store.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, SinkError) as exc:
+            await self._outbox.mark_published([(v.position, v.sent_at) for v in verdicts])
+        except (PublishError, StoreError) as exc:
             _log.warning("rescored_publish_deferred", error=str(exc), items=len(verdicts))
 
     async def run(
@@ -154,7 +160,7 @@ class Rescorer:
             if owned and await model_ready():
                 try:
                     await self.rescore_all(topic, owned)
-                except (InferenceError, SinkError) as exc:
+                except (InferenceError, StoreError) as exc:
                     _log.warning("rescore_deferred", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
@@ -163,10 +169,12 @@ class Rescorer:
 async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str | None) -> int:
     from worker.inference import TritonModerationClient
     from worker.publisher import KafkaPublisher
-    from worker.sink import PostgresSink
+    from worker.stores.database import Database
+    from worker.stores.pending_texts import PendingTextStore
+    from worker.stores.verdict_outbox import VerdictOutboxStore
 
     async with (
-        PostgresSink(settings.postgres, settings.kafka.group_id) as sink,
+        Database(settings.postgres) as database,
         KafkaPublisher(settings.kafka) as publisher,
     ):
         inference = TritonModerationClient(settings.triton)
@@ -176,7 +184,8 @@ async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str |
             await inference.wait_ready(wait_s)
             rescorer = Rescorer(
                 inference=inference,
-                store=sink,
+                store=PendingTextStore(database),
+                outbox=VerdictOutboxStore(database),
                 publisher=publisher,
                 thresholds=settings.policy,
                 verdict_topic=settings.kafka.verdict_topic,

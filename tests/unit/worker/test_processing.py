@@ -22,7 +22,8 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.processing import BatchProcessor, Work
 from worker.publisher import PublishError
-from worker.sink import SinkBatch, SinkError, SinkUnavailable
+from worker.stores.database import StoreError, StoreUnavailable
+from worker.stores.verdict_batches import VerdictBatch
 
 TOPIC = "chat.messages"
 VERDICT_TOPIC = "moderation.verdicts"
@@ -45,28 +46,28 @@ class FakeInference:
 
 
 class FakeSink:
-    """Records stored SinkBatch objects; fails on chosen attempts or on rows named "bad"."""
+    """Records stored VerdictBatch objects; fails on chosen attempts or on rows named "bad"."""
 
     def __init__(self, events: list[str], *, unavailable_on: set[int] | None = None) -> None:
         self.events = events
         self.unavailable_on = unavailable_on or set()
         self.always_unavailable = False
         self.attempts = 0
-        self.stored: list[SinkBatch] = []
+        self.stored: list[VerdictBatch] = []
         self.published: list[SourcePosition] = []
         self.on_unavailable: asyncio.Event | None = None
 
-    async def write(self, batch: SinkBatch) -> None:
+    async def write(self, batch: VerdictBatch) -> None:
         self.attempts += 1
         self.events.append("write")
         if self.always_unavailable or self.attempts in self.unavailable_on:
             if self.on_unavailable is not None:
                 self.on_unavailable.set()
-            raise SinkUnavailable("connection refused")
+            raise StoreUnavailable("connection refused")
         if any("bad" in v.message_id for v in batch.verdicts):
-            raise SinkError("write rejected: 22P05")
+            raise StoreError("write rejected: 22P05")
         self.stored.append(
-            SinkBatch(
+            VerdictBatch(
                 list(batch.verdicts),
                 list(batch.escalations),
                 list(batch.dead_letters),
@@ -155,7 +156,8 @@ def _rig(
     give_up = asyncio.Event()
     processor = BatchProcessor(
         inference=inference,
-        sink=sink,
+        store=sink,
+        outbox=sink,
         publisher=publisher,
         committer=committer,
         tracker=tracker,
@@ -244,7 +246,7 @@ async def test_inference_down_stores_pending_model_verdicts() -> None:
 
 
 async def test_stored_offsets_equal_tracker_point_and_commit_follows_write() -> None:
-    """Offsets in the SinkBatch equal the tracker's point; commit happens after the write."""
+    """Offsets in the VerdictBatch equal the tracker's point; commit happens after the write."""
     rig = _rig()
     first = [_work(rig.tracker, o) for o in range(3)]
     second = [_work(rig.tracker, o) for o in range(3, 5)]
@@ -286,7 +288,7 @@ async def test_verdicts_are_published_after_commit_and_marked_published() -> Non
 
 
 async def test_escalations_carry_the_message_text() -> None:
-    """An escalate rule hit puts the verdict and its text in the same SinkBatch."""
+    """An escalate rule hit puts the verdict and its text in the same VerdictBatch."""
     rig = _rig()
     hit = RuleHit("en.threat.1", "threat", Severity.MEDIUM, RuleAction.ESCALATE)
     works = [_work(rig.tracker, 0, outcome=RuleOutcome((hit,))), _work(rig.tracker, 1)]
@@ -343,7 +345,7 @@ async def test_give_up_while_dlq_down_abandons_decided_batch_quietly() -> None:
 
 
 async def test_sink_unavailable_twice_then_success_stores_once() -> None:
-    """SinkUnavailable is retried: one stored batch, every record durable, no loss."""
+    """StoreUnavailable is retried: one stored batch, every record durable, no loss."""
     rig = _rig(unavailable_on={1, 2})
     works = [_work(rig.tracker, o) for o in range(4)]
     await rig.processor.process_model_batch(_batch(works))
@@ -353,7 +355,7 @@ async def test_sink_unavailable_twice_then_success_stores_once() -> None:
     assert stored.offsets == {KEY0: 4}
     assert rig.tracker.durable_point(KEY0) == 4
     assert rig.committer.commits == [{KEY0: 4}]
-    assert rig.processor.sink_healthy
+    assert rig.processor.store_healthy
 
 
 async def test_give_up_while_sink_down_marks_nothing_durable() -> None:
@@ -368,11 +370,11 @@ async def test_give_up_while_sink_down_marks_nothing_durable() -> None:
     assert rig.tracker.in_flight() == 3
     assert rig.committer.commits == []
     assert rig.publisher.records == []
-    assert not rig.processor.sink_healthy
+    assert not rig.processor.store_healthy
 
 
 async def test_sink_error_isolates_rejected_rows_as_dead_letters() -> None:
-    """SinkError: good rows are stored one by one, bad rows become sink_rejected dead letters."""
+    """StoreError: good rows are stored one by one, bad rows become sink_rejected dead letters."""
     rig = _rig()
     works = [
         _work(rig.tracker, 0),
@@ -404,7 +406,7 @@ async def test_sink_unavailable_during_isolation_is_retried() -> None:
     letters = {(d.position.offset, d.reason_code) for b in rig.sink.stored for d in b.dead_letters}
     assert letters == {(1, "sink_rejected")}
     assert rig.tracker.durable_point(KEY0) == 3
-    assert rig.processor.sink_healthy
+    assert rig.processor.store_healthy
 
 
 async def test_revoked_partition_is_not_stored_or_committed() -> None:

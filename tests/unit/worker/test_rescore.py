@@ -16,7 +16,8 @@ from pipelines.verdict import DecidedBy, Verdict
 from pipelines.verdict_factory import MessageFacts
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.rescore import Rescorer
-from worker.sink import Escalation, PendingRow
+from worker.stores.pending_texts import PendingRow
+from worker.stores.review_items import Escalation
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
@@ -102,6 +103,7 @@ def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublish
     return Rescorer(
         inference=inference,
         store=store,
+        outbox=store,
         publisher=publisher,
         thresholds=PolicyThresholds(),
         verdict_topic="moderation.verdicts",
