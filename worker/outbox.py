@@ -17,17 +17,17 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from common.logs import get_logger
-from pipelines.messages import SourcePosition
-from pipelines.verdict_codec import VerdictRowKey, row_kafka_record
-from worker.publisher import PublishError
+from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from pipelines.verdict_codec import VerdictRowKey
 from worker.stores.database import StoreError
+from worker.verdict_publishing import durable_rows, verdict_publishing
 
 __all__ = ["VerdictOutbox"]
 
 _log = get_logger(__name__)
 
 
-class _Store(Protocol):
+class _Store(PublishedMarker[VerdictRowKey], Protocol):
     async def unpublished(
         self,
         min_age_s: float,
@@ -36,18 +36,14 @@ class _Store(Protocol):
         partitions: Sequence[int] | None = None,
     ) -> list[dict[str, Any]]: ...
 
-    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
-
-
-class _Publisher(Protocol):
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
 
 class VerdictOutbox:
+    """Re-publishes verdict rows left unpublished (see the module docstring)."""
+
     def __init__(
         self,
         store: _Store,
-        publisher: _Publisher,
+        publisher: RecordPublisher,
         verdict_topic: str,
         *,
         min_age_s: float,
@@ -56,35 +52,24 @@ class VerdictOutbox:
     ) -> None:
         self._store = store
         self._on_relayed = on_relayed
-        self._publisher = publisher
-        self._topic = verdict_topic
+        self._verdicts_out = verdict_publishing(publisher, verdict_topic, store)
         self._min_age_s = min_age_s
         self._batch_items = batch_items
-        self.relayed = 0
 
     async def relay_once(
         self, source_topic: str | None = None, partitions: Sequence[int] | None = None
     ) -> int:
-        """Publish one page of old unpublished rows and mark them; returns how many."""
+        """Publish one page of old unpublished rows and mark them; returns how many.
+
+        Raises ``StoreError`` when the rows cannot be read and ``PublishDeferred`` when they
+        could not be published and marked (they stay for the next round).
+        """
         rows = await self._store.unpublished(
             self._min_age_s, self._batch_items, source_topic, partitions
         )
         if not rows:
             return 0
-        records: list[tuple[bytes | None, bytes]] = [row_kafka_record(r) for r in rows]
-        await self._publisher.publish(self._topic, records)
-        await self._store.mark_published(
-            [
-                (
-                    SourcePosition(
-                        r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
-                    ),
-                    r["sent_at"],
-                )
-                for r in rows
-            ]
-        )
-        self.relayed += len(rows)
+        await self._verdicts_out.publish(durable_rows(rows))
         if self._on_relayed is not None:
             self._on_relayed(len(rows))
         _log.info("verdicts_relayed", items=len(rows))
@@ -114,7 +99,7 @@ class VerdictOutbox:
             if owned:
                 try:
                     await self.relay_all(source_topic, owned)
-                except (StoreError, PublishError) as exc:
+                except (StoreError, PublishDeferred) as exc:
                     _log.warning("outbox_relay_deferred", error=str(exc))
             # Until partitions are assigned, look again soon: the first relay runs at start.
             with contextlib.suppress(TimeoutError):

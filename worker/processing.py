@@ -17,25 +17,26 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from common.logs import get_logger
+from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
-from pipelines.verdict_codec import VerdictRowKey, verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
-from worker.publisher import PublishError
 from worker.retry import backoff_s
 from worker.stores.database import StoreError, StoreUnavailable
 from worker.stores.pending_texts import PendingText
 from worker.stores.review_items import Escalation
 from worker.stores.verdict_batches import DeadLetter, VerdictBatch
+from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
 __all__ = ["BatchProcessor", "Work"]
 
@@ -69,11 +70,7 @@ class BatchStore(Protocol):
     async def write(self, batch: VerdictBatch) -> None: ...
 
 
-class PublishedMarks(Protocol):
-    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
-
-
-class Publisher(Protocol):
+class Publisher(RecordPublisher, Protocol):
     async def dead_letter(
         self,
         value: bytes | None,
@@ -82,8 +79,6 @@ class Publisher(Protocol):
         reason_code: str,
         reason: str,
     ) -> None: ...
-
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
 
 
 class Committer(Protocol):
@@ -100,7 +95,7 @@ class BatchProcessor:
         *,
         inference: Inference,
         store: BatchStore,
-        outbox: PublishedMarks,
+        outbox: PublishedMarker[VerdictRowKey],
         publisher: Publisher,
         committer: Committer,
         tracker: OffsetTracker,
@@ -112,15 +107,16 @@ class BatchProcessor:
     ) -> None:
         self._inference = inference
         self._store = store
-        self._outbox = outbox
         self._publisher = publisher
         self._committer = committer
         self._tracker = tracker
         self._thresholds = thresholds
-        self._verdict_topic = verdict_topic
         self._metrics = metrics
         self._give_up = give_up
         self._failpoints = failpoints or Failpoints(None)
+        self._verdicts_out = verdict_publishing(
+            publisher, verdict_topic, outbox, after_send=self._hit_during_publish
+        )
         self.store_healthy = True
         self._write_lock = asyncio.Lock()
 
@@ -304,15 +300,15 @@ class BatchProcessor:
                     raise _Abandoned from exc
                 await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
 
+    def _hit_during_publish(self) -> None:
+        self._failpoints.hit("during_publish")
+
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        if not verdicts:
-            return
-        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
-            await self._publisher.publish(self._verdict_topic, records)
-            self._failpoints.hit("during_publish")
-            await self._outbox.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, StoreError) as exc:
+            await self._verdicts_out.publish(
+                durable_verdicts(verdicts, created_at=datetime.now(UTC))
+            )
+        except PublishDeferred as exc:
             # The rows stay ``published = false``; the outbox relay sends them later.
             self._metrics.publish_failures_total.inc()
             _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))

@@ -20,18 +20,19 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from common.logs import configure_logging, get_logger
+from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
-from pipelines.verdict_codec import VerdictRowKey, hits_from_json, verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
-from worker.publisher import PublishError
 from worker.settings import WorkerSettings
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow
 from worker.stores.review_items import Escalation
+from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
 __all__ = ["Rescorer", "register"]
 
@@ -57,22 +58,14 @@ class _Store(Protocol):
     async def drop_orphan_texts(self) -> int: ...
 
 
-class _PublishedMarks(Protocol):
-    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None: ...
-
-
-class _Publisher(Protocol):
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
-
 class Rescorer:
     def __init__(
         self,
         *,
         inference: _Inference,
         store: _Store,
-        outbox: _PublishedMarks,
-        publisher: _Publisher,
+        outbox: PublishedMarker[VerdictRowKey],
+        publisher: RecordPublisher,
         thresholds: PolicyThresholds,
         verdict_topic: str,
         batch_items: int,
@@ -81,10 +74,8 @@ class Rescorer:
         self._inference = inference
         self._on_rescored = on_rescored
         self._store = store
-        self._outbox = outbox
-        self._publisher = publisher
+        self._verdicts_out = verdict_publishing(publisher, verdict_topic, outbox)
         self._thresholds = thresholds
-        self._verdict_topic = verdict_topic
         self._batch_items = batch_items
         self.rescored = 0
 
@@ -137,13 +128,11 @@ class Rescorer:
         return self.rescored - before
 
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        if not verdicts:
-            return
-        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
-            await self._publisher.publish(self._verdict_topic, records)
-            await self._outbox.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, StoreError) as exc:
+            await self._verdicts_out.publish(
+                durable_verdicts(verdicts, created_at=datetime.now(UTC))
+            )
+        except PublishDeferred as exc:
             _log.warning("rescored_publish_deferred", error=str(exc), items=len(verdicts))
 
     async def run(

@@ -10,9 +10,9 @@ from typing import Any
 import orjson
 import pytest
 
+from common.publishing import PublishDeferred, PublishError
 from pipelines.messages import SourcePosition
 from worker.outbox import VerdictOutbox
-from worker.publisher import PublishError
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
@@ -98,6 +98,6 @@ async def test_failed_publish_marks_nothing() -> None:
     outbox = VerdictOutbox(
         store, FakePublisher(fail=True), "moderation.verdicts", min_age_s=0, batch_items=10
     )
-    with pytest.raises(PublishError):
+    with pytest.raises(PublishDeferred):
         await outbox.relay_once()
     assert store.marked == []

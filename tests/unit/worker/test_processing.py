@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 import worker.processing as processing_module
+from common.publishing import PublishError
 from pipelines.decode import DecodeError, DecodeErrorCode
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -21,7 +22,6 @@ from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.processing import BatchProcessor, Work
-from worker.publisher import PublishError
 from worker.stores.database import StoreError, StoreUnavailable
 from worker.stores.verdict_batches import VerdictBatch
 
