@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 __all__ = [
     "DurableRecord",
@@ -30,13 +30,13 @@ K_contra = TypeVar("K_contra", contravariant=True)
 class PublishError(Exception):
     """Kafka did not acknowledge a record; the caller keeps the work pending and retries."""
 
-    retriable: ClassVar[bool] = True
+    retriable = True
 
 
 class PublishDeferred(Exception):
     """Stored records were not all published and marked: the relay will send them again."""
 
-    retriable: ClassVar[bool] = True
+    retriable = True
 
 
 class RecordPublisher(Protocol):
