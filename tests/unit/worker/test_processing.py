@@ -86,6 +86,7 @@ class FakePublisher:
     def __init__(self, events: list[str], *, dead_letter_failures: int = 0) -> None:
         self.events = events
         self.dead_letter_failures = dead_letter_failures
+        self.refuse_verdicts = False
         self.dead_letters: list[tuple[SourcePosition, str]] = []
         self.records: list[tuple[str, bytes | None, bytes]] = []
 
@@ -105,6 +106,8 @@ class FakePublisher:
 
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         self.events.append("publish")
+        if self.refuse_verdicts:
+            raise PublishError("publish not acknowledged: KafkaTimeoutError")
         self.records.extend((topic, key, value) for key, value in records)
 
 
@@ -285,6 +288,18 @@ async def test_verdicts_are_published_after_commit_and_marked_published() -> Non
     assert [(t, k) for t, k, _ in rig.publisher.records] == [(VERDICT_TOPIC, b"g1")] * 2
     assert rig.store.published == [w.position for w in works]
     assert rig.events[-1] == "publish"
+
+
+async def test_refused_verdict_publish_leaves_rows_for_the_relay() -> None:
+    """Kafka refusing verdicts: the batch commits, nothing is marked, the failure is counted."""
+    rig = _rig()
+    rig.publisher.refuse_verdicts = True
+    registry = rig.processor._metrics.registry
+    works = [_work(rig.tracker, o) for o in range(2)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert rig.store.published == []
+    assert rig.committer.commits[-1] == {KEY0: 2}
+    assert registry.get_sample_value("modstream_publish_failures_total") == 1.0
 
 
 async def test_escalations_carry_the_message_text() -> None:
