@@ -32,15 +32,14 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
-from pipelines.policy import decide
 from pipelines.rules import RuleEngine, default_ruleset
-from pipelines.verdict import Verdict
+from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings
 from worker.inference import TritonModerationClient
-from worker.processing import text_sha256
 from worker.settings import WorkerSettings
-from worker.sink import PostgresSink, SinkBatch
+from worker.stores.database import Database
+from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 
 _PARTITIONS = 4
 _BENCH_HTTP_PORT = 18089
@@ -147,33 +146,26 @@ async def run_ceiling(settings: WorkerSettings, texts: Sequence[str]) -> float:
 async def run_naive(settings: WorkerSettings, records: list[SampleRecord], topic: str) -> float:
     engine = RuleEngine(default_ruleset())
     thresholds = settings.policy
+    run = ModelRun(model_name=settings.triton.model_name)
     async with (
         TritonModerationClient(settings.triton) as client,
-        PostgresSink(settings.postgres, f"bench-naive-{topic}") as sink,
+        Database(settings.postgres) as database,
     ):
+        store = VerdictBatchStore(database, f"bench-naive-{topic}")
         started = time.perf_counter()
         for offset, record in enumerate(records):
             message = decode_message(record.value, max_bytes=settings.kafka.max_message_bytes)
             outcome = engine.evaluate(message)
             scores = None if outcome.is_decisive else (await client.infer([message.text])).scores[0]
-            result = decide(outcome, scores, thresholds, model_available=True)
-            verdict = Verdict(
-                position=SourcePosition(topic, 0, offset),
-                message_id=message.message_id,
-                group_id=message.group_id,
-                sender_id=message.sender_id,
-                sent_at=message.sent_at,
-                text_sha256=text_sha256(message.text),
-                rule_hits=outcome.hits,
-                scores=scores,
-                result=result,
-                model_name=settings.triton.model_name,
-                model_version=None,
-                batch_id=None,
+            verdict = make_verdict(
+                MessageFacts.of(SourcePosition(topic, 0, offset), message),
+                outcome,
+                scores,
+                thresholds,
+                run,
                 queue_ms=0.0,
-                inference_ms=None,
             )
-            await sink.write(SinkBatch([verdict], offsets={(topic, 0): offset + 1}))
+            await store.write(VerdictBatch([verdict], offsets={(topic, 0): offset + 1}))
         elapsed = time.perf_counter() - started
     return len(records) / elapsed
 

@@ -19,8 +19,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 
 from common.logs import get_logger
+from common.publishing import RecordPublisher
 from review.auth import authenticate_token
-from review.decisions import DecisionSink, KafkaDecisionSink, OutboxRelay
+from review.decisions import KafkaDecisionPublisher, OutboxRelay
 from review.errors import PublishFailedError, ReviewError
 from review.queue import ReviewQueue
 from review.schemas import (
@@ -239,9 +240,9 @@ def create_app(
     settings: ReviewServiceSettings,
     *,
     pool: asyncpg.Pool[Any] | None = None,
-    sink: DecisionSink | None = None,
+    publisher: RecordPublisher | None = None,
 ) -> FastAPI:
-    """The ASGI app. Given a pool and sink (tests), it uses them and closes neither."""
+    """The ASGI app. Given a pool and publisher (tests), it uses them and closes neither."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -252,13 +253,13 @@ def create_app(
             max_size=settings.postgres.max_pool_size,
             command_timeout=settings.postgres.command_timeout_s,
         )
-        kafka_sink: KafkaDecisionSink | None = None
-        if sink is None:
-            kafka_sink = KafkaDecisionSink(settings.kafka)
-            the_sink: DecisionSink = kafka_sink
+        kafka_publisher: KafkaDecisionPublisher | None = None
+        if publisher is None:
+            kafka_publisher = KafkaDecisionPublisher(settings.kafka)
+            the_publisher: RecordPublisher = kafka_publisher
         else:
-            the_sink = sink
-        relay = OutboxRelay(the_pool, the_sink)
+            the_publisher = publisher
+        relay = OutboxRelay(the_pool, the_publisher, settings.kafka.decision_topic)
         app.state.review = ReviewServices(
             pool=the_pool,
             queue=ReviewQueue(the_pool, settings.review),
@@ -272,8 +273,8 @@ def create_app(
             retry.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await retry
-            if kafka_sink is not None:
-                await kafka_sink.stop()
+            if kafka_publisher is not None:
+                await kafka_publisher.stop()
             if own_pool:
                 await the_pool.close()
 

@@ -10,29 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 import orjson
 
 from common.logs import get_logger
+from common.publishing import (
+    DurableRecord,
+    PublishAfterDurable,
+    PublishDeferred,
+    RecordPublisher,
+)
 from common.settings import KafkaSettings
 from review.errors import PublishFailedError
 
-__all__ = ["DecisionSink", "KafkaDecisionSink", "OutboxRelay", "encode_payload"]
+__all__ = ["KafkaDecisionPublisher", "OutboxRelay", "encode_payload"]
 
 _log = get_logger(__name__)
 
 
-class DecisionSink(Protocol):
-    """Where published decisions go (Kafka in production, a list in unit tests)."""
-
-    async def send(self, key: bytes, value: bytes) -> None:
-        """Deliver one record durably or raise :class:`PublishFailedError`."""
-
-
-class KafkaDecisionSink:
-    """An idempotent aiokafka producer on ``kafka.decision_topic``, started on first use."""
+class KafkaDecisionPublisher:
+    """An idempotent aiokafka producer, started on first use; each record waits for its ack."""
 
     def __init__(self, kafka: KafkaSettings, timeout_s: float = 10.0) -> None:
         self._kafka = kafka
@@ -61,16 +61,18 @@ class KafkaDecisionSink:
                 self._producer = producer
             return self._producer
 
-    async def send(self, key: bytes, value: bytes) -> None:
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        """Send each record in order and wait for it; raise :class:`PublishFailedError`."""
         from aiokafka.errors import KafkaError
 
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                producer = await self._ensure_started()
-                await producer.send_and_wait(self._kafka.decision_topic, value=value, key=key)
-        except (KafkaError, TimeoutError, OSError) as exc:
-            reason = type(exc).__name__
-            raise PublishFailedError(f"kafka did not take the decision: {reason}") from exc
+        for key, value in records:
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    producer = await self._ensure_started()
+                    await producer.send_and_wait(topic, value=value, key=key)
+            except (KafkaError, TimeoutError, OSError) as exc:
+                reason = type(exc).__name__
+                raise PublishFailedError(f"kafka did not take the decision: {reason}") from exc
 
     async def stop(self) -> None:
         """Flush and close the producer; safe to call twice or when never started."""
@@ -80,20 +82,40 @@ class KafkaDecisionSink:
             await producer.stop()
 
 
+class _OutboxMarks:
+    """Marks outbox rows published inside the relay's transaction."""
+
+    def __init__(self, conn: asyncpg.pool.PoolConnectionProxy[Any]) -> None:
+        self._conn = conn
+
+    async def mark_published(self, keys: Sequence[Any]) -> None:
+        await self._conn.execute(
+            "UPDATE review_decision_outbox SET published_at = now(), "
+            "attempts = attempts + 1 WHERE decision_id = ANY($1::uuid[])",
+            list(keys),
+        )
+
+
 class OutboxRelay:
     """Publishes pending outbox rows oldest first and marks each one published."""
 
-    def __init__(self, pool: asyncpg.Pool[Any], sink: DecisionSink, batch_size: int = 100) -> None:
+    def __init__(
+        self,
+        pool: asyncpg.Pool[Any],
+        publisher: RecordPublisher,
+        decision_topic: str,
+        batch_size: int = 100,
+    ) -> None:
         self._pool = pool
-        self._sink = sink
+        self._publisher = publisher
+        self._topic = decision_topic
         self._batch_size = batch_size
 
     async def flush(self) -> int:
         """Publish what is pending; returns how many were published.
 
-        Raises :class:`PublishFailedError` (after recording the attempt) when the sink refuses a
-        record;
-        everything published before it stays marked.
+        Raises :class:`PublishFailedError` (after recording the attempt) when Kafka refuses a
+        record; everything published before it stays marked.
         """
         published = 0
         failure: PublishFailedError | None = None
@@ -104,22 +126,21 @@ class OutboxRelay:
                 "ORDER BY created_at, decision_id LIMIT $1 FOR UPDATE SKIP LOCKED",
                 self._batch_size,
             )
+            publishing = PublishAfterDurable(self._publisher, self._topic, _OutboxMarks(conn))
             for row in rows:
+                record = DurableRecord(
+                    row["decision_id"], row["message_key"].encode(), row["payload"].encode()
+                )
                 try:
-                    await self._sink.send(row["message_key"].encode(), row["payload"].encode())
-                except PublishFailedError as exc:
+                    await publishing.publish([record])
+                except PublishDeferred as exc:
                     await conn.execute(
                         "UPDATE review_decision_outbox SET attempts = attempts + 1 "
                         "WHERE decision_id = $1",
                         row["decision_id"],
                     )
-                    failure = exc
+                    failure = PublishFailedError(str(exc))
                     break
-                await conn.execute(
-                    "UPDATE review_decision_outbox SET published_at = now(), "
-                    "attempts = attempts + 1 WHERE decision_id = $1",
-                    row["decision_id"],
-                )
                 published += 1
         if published:
             _log.info("decisions_published", count=published)

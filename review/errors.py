@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from common.publishing import PublishError
+
 __all__ = [
     "ClaimLimitError",
     "ClaimRequiredError",
@@ -74,7 +76,7 @@ class UserExistsError(ReviewError):
     status_code = 409
 
 
-class PublishFailedError(ReviewError):
+class PublishFailedError(ReviewError, PublishError):
     """Kafka did not take a decision; it stays in the outbox and is retried."""
 
     code = "publish_failed"

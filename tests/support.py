@@ -1,9 +1,9 @@
-"""Test seams shared by the test suites: a throw-away migrated database, an in-memory sink."""
+"""Test seams shared by the test suites: a throw-away migrated database, an in-memory publisher."""
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -15,7 +15,7 @@ from admin.migrate import migrate
 from common.settings import ServiceSettings
 from review.errors import PublishFailedError
 
-__all__ = ["MemorySink", "temporary_database", "with_database"]
+__all__ = ["MemoryPublisher", "temporary_database", "with_database"]
 
 S = TypeVar("S", bound=ServiceSettings)
 
@@ -49,14 +49,18 @@ async def temporary_database(settings: S, prefix: str = "modstream_test") -> Asy
             await admin.close()
 
 
-class MemorySink:
-    """A decision sink that keeps records in a list; ``failing`` makes it refuse them."""
+class MemoryPublisher:
+    """A Kafka publisher that keeps ``(key, value)`` records in a list (and their topics);
+    ``failing`` makes it refuse them."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes]] = []
+        self.records: list[tuple[bytes | None, bytes]] = []
+        self.topics: list[str] = []
         self.failing = False
 
-    async def send(self, key: bytes, value: bytes) -> None:
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         if self.failing:
-            raise PublishFailedError("memory sink set to fail")
-        self.records.append((key, value))
+            raise PublishFailedError("memory publisher set to fail")
+        for key, value in records:
+            self.topics.append(topic)
+            self.records.append((key, value))

@@ -1,4 +1,4 @@
-"""``modstream worker``: wires the source, rules, batchers, processor and sinks, and runs them.
+"""``modstream worker``: wires source, rules, batchers, processor, stores and publisher; runs them.
 
 Lifecycle (arq-style): a signal only sets ``stop``; the consume loop stops fetching, the batchers
 flush what they hold, in-flight batches drain within ``batch.drain_timeout_s``, offsets are
@@ -46,8 +46,13 @@ from worker.rescore import Rescorer
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
 from worker.settings import WorkerSettings
-from worker.sink import PostgresSink
 from worker.source import KafkaSource
+from worker.stores.database import Database
+from worker.stores.partitions import ensure_verdict_partitions
+from worker.stores.pending_texts import PendingTextStore
+from worker.stores.strikes import StrikeStore
+from worker.stores.verdict_batches import VerdictBatchStore
+from worker.stores.verdict_outbox import VerdictOutboxStore
 
 __all__ = ["Worker", "WorkerFailed", "register"]
 
@@ -58,7 +63,6 @@ _LAG_PROBE_S = 0.5
 _EXIT_FAILED = 1
 
 
-
 async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s: float) -> None:
     """One shutdown step, abandoned after ``timeout_s`` (a client waiting on a broker that is
     down would otherwise hold the process long after the drain deadline)."""
@@ -67,6 +71,7 @@ async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s
             await stop()
     except TimeoutError:
         _log.warning("shutdown_step_timed_out", step=step, timeout_s=timeout_s)
+
 
 class WorkerFailed(RuntimeError):
     """A task of the worker raised unexpectedly; the worker stopped and shut down (the task's
@@ -89,7 +94,7 @@ def _raised_at(exc: BaseException) -> str:
 
 class Worker:
     _strikes: StrikeCache
-    """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the sink)."""
+    """Moderators' strikes per sender, fed to the rules (set when ``run`` opens the database)."""
 
     def __init__(self, settings: WorkerSettings, *, metrics: Metrics | None = None) -> None:
         self._settings = settings
@@ -137,7 +142,7 @@ class Worker:
             return False, self._failure
         if not self._started:
             return False, "starting"
-        if self._processor is not None and not self._processor.sink_healthy:
+        if self._processor is not None and not self._processor.store_healthy:
             return False, "postgres unavailable"
         return True, "ready"
 
@@ -146,11 +151,13 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         s = self._settings
         async with AsyncExitStack() as stack:
-            sink = PostgresSink(s.postgres, s.kafka.group_id)
-            await sink.start()
-            stack.push_async_callback(_stop_within, "postgres", sink.stop, 1.0)
-            await sink.ensure_partitions()
-            self._strikes = StrikeCache(sink, ttl_s=s.rules.strikes_ttl_s)
+            database = Database(s.postgres)
+            await database.start()
+            stack.push_async_callback(_stop_within, "postgres", database.stop, 1.0)
+            await ensure_verdict_partitions(database)
+            self._strikes = StrikeCache(StrikeStore(database), ttl_s=s.rules.strikes_ttl_s)
+            batches = VerdictBatchStore(database, s.kafka.group_id)
+            verdict_outbox = VerdictOutboxStore(database)
             publisher = KafkaPublisher(s.kafka)
             await publisher.start()
             stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 1.0)
@@ -162,11 +169,12 @@ class Worker:
             except InferenceUnavailable as exc:
                 # Keep going: verdicts are rules-only (pending_model) until the model answers.
                 _log.warning("triton_not_ready", error=str(exc))
-            source = KafkaSource(s.kafka, sink, self._tracker, self._drain_partitions)
+            source = KafkaSource(s.kafka, batches, self._tracker, self._drain_partitions)
             self._source = source
             self._processor = BatchProcessor(
                 inference=inference,
-                sink=sink,
+                store=batches,
+                outbox=verdict_outbox,
                 publisher=publisher,
                 committer=source,
                 tracker=self._tracker,
@@ -177,7 +185,7 @@ class Worker:
                 failpoints=self._failpoints,
             )
             outbox = VerdictOutbox(
-                sink,
+                verdict_outbox,
                 publisher,
                 s.kafka.verdict_topic,
                 min_age_s=s.reliability.outbox_min_age_s,
@@ -186,7 +194,8 @@ class Worker:
             )
             rescorer = Rescorer(
                 inference=inference,
-                store=sink,
+                store=PendingTextStore(database),
+                outbox=verdict_outbox,
                 publisher=publisher,
                 thresholds=self._thresholds,
                 verdict_topic=s.kafka.verdict_topic,

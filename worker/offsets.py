@@ -3,7 +3,7 @@
 Records complete out of order (rule verdicts flush before model batches, batches overlap), so a
 partition's commit point is the first offset that is still pending. ``durable_point`` never passes
 an unfinished record; ``point_with`` answers "what would it be if these offsets were durable too",
-which the sink stores in the same transaction that makes them durable.
+which the verdict batch store writes in the same transaction that makes them durable.
 """
 
 from __future__ import annotations

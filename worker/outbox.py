@@ -13,24 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Mapping, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-import orjson
-
 from common.logs import get_logger
-from pipelines.messages import SourcePosition
-from pipelines.verdict_record import SCHEMA_VERSION
-from worker.publisher import PublishError
-from worker.sink import SinkError
+from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from pipelines.verdict_codec import VerdictRowKey
+from worker.stores.database import StoreError
+from worker.verdict_publishing import durable_rows, verdict_publishing
 
-__all__ = ["VerdictOutbox", "record_from_row"]
+__all__ = ["VerdictOutbox"]
 
 _log = get_logger(__name__)
 
 
-class _Store(Protocol):
+class _Store(PublishedMarker[VerdictRowKey], Protocol):
     async def unpublished(
         self,
         min_age_s: float,
@@ -39,66 +36,14 @@ class _Store(Protocol):
         partitions: Sequence[int] | None = None,
     ) -> list[dict[str, Any]]: ...
 
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
-
-
-class _Publisher(Protocol):
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
-
-def _iso(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _json(value: object) -> Any:
-    return orjson.loads(value) if isinstance(value, str | bytes) else value
-
-
-def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
-    """The ``moderation.verdicts`` record of a stored row (same fields as ``verdict_record``;
-    ``created_at`` is when the verdict was last decided, i.e. the row's ``updated_at``)."""
-    scores = _json(row["scores"])
-    labels = (
-        {
-            "sentiment": row["sentiment_label"],
-            "intent": row["intent_label"],
-            "toxicity": row["toxicity_label"],
-        }
-        if scores is not None
-        else None
-    )
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "message_id": row["message_id"],
-        "group_id": row["group_id"],
-        "sender_id": row["sender_id"],
-        "source_topic": row["source_topic"],
-        "source_partition": int(row["source_partition"]),
-        "source_offset": int(row["source_offset"]),
-        "decision": row["decision"],
-        "decided_by": row["decided_by"],
-        "escalate": bool(row["escalated"]),
-        "category": row["category"],
-        "priority": float(row["priority"]),
-        "reasons": list(row["reasons"] or []),
-        "rule_hits": _json(row["rule_hits"]) or [],
-        "scores": scores,
-        "labels": labels,
-        "model_name": row["model_name"],
-        "model_version": row["model_version"],
-        "batch_id": str(row["batch_id"]) if row["batch_id"] is not None else None,
-        "sent_at": _iso(row["sent_at"]),
-        "created_at": _iso(row["updated_at"]),
-    }
-
 
 class VerdictOutbox:
+    """Re-publishes verdict rows left unpublished (see the module docstring)."""
+
     def __init__(
         self,
         store: _Store,
-        publisher: _Publisher,
+        publisher: RecordPublisher,
         verdict_topic: str,
         *,
         min_age_s: float,
@@ -107,37 +52,24 @@ class VerdictOutbox:
     ) -> None:
         self._store = store
         self._on_relayed = on_relayed
-        self._publisher = publisher
-        self._topic = verdict_topic
+        self._verdicts_out = verdict_publishing(publisher, verdict_topic, store)
         self._min_age_s = min_age_s
         self._batch_items = batch_items
-        self.relayed = 0
 
     async def relay_once(
         self, source_topic: str | None = None, partitions: Sequence[int] | None = None
     ) -> int:
-        """Publish one page of old unpublished rows and mark them; returns how many."""
+        """Publish one page of old unpublished rows and mark them; returns how many.
+
+        Raises ``StoreError`` when the rows cannot be read and ``PublishDeferred`` when they
+        could not be published and marked (they stay for the next round).
+        """
         rows = await self._store.unpublished(
             self._min_age_s, self._batch_items, source_topic, partitions
         )
         if not rows:
             return 0
-        records = [
-            (str(r["group_id"]).encode("utf-8"), orjson.dumps(record_from_row(r))) for r in rows
-        ]
-        await self._publisher.publish(self._topic, records)
-        await self._store.mark_published(
-            [
-                (
-                    SourcePosition(
-                        r["source_topic"], int(r["source_partition"]), int(r["source_offset"])
-                    ),
-                    r["sent_at"],
-                )
-                for r in rows
-            ]
-        )
-        self.relayed += len(rows)
+        await self._verdicts_out.publish(durable_rows(rows))
         if self._on_relayed is not None:
             self._on_relayed(len(rows))
         _log.info("verdicts_relayed", items=len(rows))
@@ -167,7 +99,7 @@ class VerdictOutbox:
             if owned:
                 try:
                     await self.relay_all(source_topic, owned)
-                except (SinkError, PublishError) as exc:
+                except (StoreError, PublishDeferred) as exc:
                     _log.warning("outbox_relay_deferred", error=str(exc))
             # Until partitions are assigned, look again soon: the first relay runs at start.
             with contextlib.suppress(TimeoutError):

@@ -9,7 +9,6 @@ records durable and the offsets are committed to Kafka; then verdicts are publis
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,28 +17,26 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from common.logs import get_logger
+from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
-from pipelines.policy import PolicyThresholds, decide
+from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
-from pipelines.verdict_record import verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey
+from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
 from worker.batcher import Batch
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
-from worker.publisher import PublishError
 from worker.retry import backoff_s
-from worker.sink import (
-    DeadLetter,
-    Escalation,
-    PendingText,
-    SinkBatch,
-    SinkError,
-    SinkUnavailable,
-)
+from worker.stores.database import StoreError, StoreUnavailable
+from worker.stores.pending_texts import PendingText
+from worker.stores.review_items import Escalation
+from worker.stores.verdict_batches import DeadLetter, VerdictBatch
+from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
 __all__ = ["BatchProcessor", "Work"]
 
@@ -69,13 +66,11 @@ class Inference(Protocol):
     async def infer(self, texts: Sequence[str]) -> InferenceResult: ...
 
 
-class Sink(Protocol):
-    async def write(self, batch: SinkBatch) -> None: ...
-
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
+class BatchStore(Protocol):
+    async def write(self, batch: VerdictBatch) -> None: ...
 
 
-class Publisher(Protocol):
+class Publisher(RecordPublisher, Protocol):
     async def dead_letter(
         self,
         value: bytes | None,
@@ -84,8 +79,6 @@ class Publisher(Protocol):
         reason_code: str,
         reason: str,
     ) -> None: ...
-
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
 
 
 class Committer(Protocol):
@@ -96,16 +89,13 @@ class _Abandoned(Exception):
     """Shutdown deadline passed while a dependency was down: leave the batch uncommitted."""
 
 
-def text_sha256(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 class BatchProcessor:
     def __init__(
         self,
         *,
         inference: Inference,
-        sink: Sink,
+        store: BatchStore,
+        outbox: PublishedMarker[VerdictRowKey],
         publisher: Publisher,
         committer: Committer,
         tracker: OffsetTracker,
@@ -116,16 +106,18 @@ class BatchProcessor:
         failpoints: Failpoints | None = None,
     ) -> None:
         self._inference = inference
-        self._sink = sink
+        self._store = store
         self._publisher = publisher
         self._committer = committer
         self._tracker = tracker
         self._thresholds = thresholds
-        self._verdict_topic = verdict_topic
         self._metrics = metrics
         self._give_up = give_up
         self._failpoints = failpoints or Failpoints(None)
-        self.sink_healthy = True
+        self._verdicts_out = verdict_publishing(
+            publisher, verdict_topic, outbox, after_send=self._hit_during_publish
+        )
+        self.store_healthy = True
         self._write_lock = asyncio.Lock()
 
     # -- the two batch kinds -------------------------------------------------------------
@@ -134,9 +126,7 @@ class BatchProcessor:
         works = batch.items
         started = time.monotonic()
         scores: list[ModelScores | None] = [None] * len(works)
-        model_name: str | None = None
-        model_version: str | None = None
-        inference_ms: float | None = None
+        run = ModelRun(batch_id=str(uuid.uuid4()))
         try:
             result = await self._infer([_message(w).text for w in works])
         except InferenceError as exc:
@@ -144,14 +134,9 @@ class BatchProcessor:
             _log.warning("inference_failed", error=str(exc), items=len(works))
         else:
             scores = list(result.scores)
-            model_name, model_version = result.model_name, result.model_version
-            inference_ms = result.latency_ms
+            run = ModelRun(result.model_name, result.model_version, run.batch_id, result.latency_ms)
             self._metrics.inference_seconds.observe(result.latency_ms / 1000.0)
-        batch_id = str(uuid.uuid4())
-        verdicts = [
-            self._verdict(w, s, started, batch_id, model_name, model_version, inference_ms)
-            for w, s in zip(works, scores, strict=True)
-        ]
+        verdicts = [self._verdict(w, s, started, run) for w, s in zip(works, scores, strict=True)]
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
         await self._finish(works, verdicts, [])
@@ -174,44 +159,22 @@ class BatchProcessor:
             _log.warning("batch_abandoned", items=len(works))
             return
         letters = [_dead_letter(w) for w in dead]
-        verdicts = [
-            self._verdict(w, None, started, None, None, None, None)
-            for w in works
-            if w.error is None
-        ]
+        verdicts = [self._verdict(w, None, started, NO_MODEL) for w in works if w.error is None]
         self._metrics.batches_total.labels("decided", batch.reason).inc()
         await self._finish(works, verdicts, letters)
 
     # -- shared finishing steps ----------------------------------------------------------
 
     def _verdict(
-        self,
-        work: Work,
-        scores: ModelScores | None,
-        started: float,
-        batch_id: str | None,
-        model_name: str | None,
-        model_version: str | None,
-        inference_ms: float | None,
+        self, work: Work, scores: ModelScores | None, started: float, run: ModelRun
     ) -> Verdict:
-        message = _message(work)
-        outcome = work.outcome or RuleOutcome()
-        result = decide(outcome, scores, self._thresholds, model_available=scores is not None)
-        return Verdict(
-            position=work.position,
-            message_id=message.message_id,
-            group_id=message.group_id,
-            sender_id=message.sender_id,
-            sent_at=message.sent_at,
-            text_sha256=text_sha256(message.text),
-            rule_hits=outcome.hits,
-            scores=scores,
-            result=result,
-            model_name=model_name,
-            model_version=model_version,
-            batch_id=batch_id,
+        return make_verdict(
+            MessageFacts.of(work.position, _message(work)),
+            work.outcome or RuleOutcome(),
+            scores,
+            self._thresholds,
+            run,
             queue_ms=max(0.0, (started - work.fetched_at) * 1000.0),
-            inference_ms=inference_ms,
         )
 
     async def _finish(
@@ -238,7 +201,7 @@ class BatchProcessor:
             }
             try:
                 stored = await self._write(
-                    SinkBatch(verdicts, escalations, letters, offsets, pending)
+                    VerdictBatch(verdicts, escalations, letters, offsets, pending)
                 )
             except _Abandoned:
                 _log.warning("batch_abandoned", items=len(works))
@@ -263,7 +226,7 @@ class BatchProcessor:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
         await self._publish(stored.verdicts)
 
-    async def _write(self, batch: SinkBatch) -> SinkBatch:
+    async def _write(self, batch: VerdictBatch) -> VerdictBatch:
         """Write with retries while Postgres is down; isolate rows Postgres rejects."""
         attempt = 0
         while True:
@@ -271,51 +234,51 @@ class BatchProcessor:
             started = time.perf_counter()
             try:
                 stored = await self._write_or_isolate(batch)
-            except SinkUnavailable as exc:
+            except StoreUnavailable as exc:
                 # Also when Postgres drops during isolation: retry it all (inserts are idempotent).
-                self.sink_healthy = False
+                self.store_healthy = False
                 _log.warning("sink_unavailable", error=str(exc), attempt=attempt)
                 if self._give_up.is_set():
                     raise _Abandoned from exc
                 await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
                 continue
-            self.sink_healthy = True
+            self.store_healthy = True
             self._metrics.sink_seconds.observe(time.perf_counter() - started)
             return stored
 
-    async def _write_or_isolate(self, batch: SinkBatch) -> SinkBatch:
+    async def _write_or_isolate(self, batch: VerdictBatch) -> VerdictBatch:
         try:
-            await self._sink.write(batch)
-        except SinkUnavailable:
+            await self._store.write(batch)
+        except StoreUnavailable:
             raise
-        except SinkError as exc:
+        except StoreError as exc:
             _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
             return await self._isolate(batch)
         return batch
 
-    async def _isolate(self, batch: SinkBatch) -> SinkBatch:
+    async def _isolate(self, batch: VerdictBatch) -> VerdictBatch:
         """Postgres refused the batch: store each verdict alone, dead-letter those it refuses."""
         kept: list[Verdict] = []
         letters = list(batch.dead_letters)
         escalations = {e.verdict.position: e for e in batch.escalations}
         pending = {p.position: p for p in batch.pending_texts}
         for verdict in batch.verdicts:
-            single = SinkBatch(
+            single = VerdictBatch(
                 [verdict],
                 [e for e in [escalations.get(verdict.position)] if e],
                 pending_texts=[p for p in [pending.get(verdict.position)] if p],
             )
             try:
-                await self._sink.write(single)
-            except SinkUnavailable:
+                await self._store.write(single)
+            except StoreUnavailable:
                 raise
-            except SinkError as exc:
+            except StoreError as exc:
                 letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
             else:
                 kept.append(verdict)
-        rest = SinkBatch([], [], letters, batch.offsets)
-        await self._sink.write(rest)
-        return SinkBatch(kept, [], letters, batch.offsets)
+        rest = VerdictBatch([], [], letters, batch.offsets)
+        await self._store.write(rest)
+        return VerdictBatch(kept, [], letters, batch.offsets)
 
     async def _send_dead_letters(self, dead: list[Work]) -> None:
         attempt = 0
@@ -337,15 +300,15 @@ class BatchProcessor:
                     raise _Abandoned from exc
                 await asyncio.sleep(backoff_s(attempt, 0.2, 5.0))
 
+    def _hit_during_publish(self) -> None:
+        self._failpoints.hit("during_publish")
+
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        if not verdicts:
-            return
-        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
-            await self._publisher.publish(self._verdict_topic, records)
-            self._failpoints.hit("during_publish")
-            await self._sink.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, SinkError) as exc:
+            await self._verdicts_out.publish(
+                durable_verdicts(verdicts, created_at=datetime.now(UTC))
+            )
+        except PublishDeferred as exc:
             # The rows stay ``published = false``; the outbox relay sends them later.
             self._metrics.publish_failures_total.inc()
             _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))

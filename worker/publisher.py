@@ -13,18 +13,13 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from common.publishing import PublishError
 from pipelines.messages import SourcePosition
 from worker.settings import KafkaSettings
 
-__all__ = ["KafkaPublisher", "PublishError"]
+__all__ = ["KafkaPublisher"]
 
 _HEADROOM_BYTES = 64 * 1024
-
-
-class PublishError(Exception):
-    """Kafka did not acknowledge a record; the caller keeps the work pending and retries."""
-
-    retriable = True
 
 
 class KafkaPublisher:

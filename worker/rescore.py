@@ -20,17 +20,21 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from common.logs import configure_logging, get_logger
+from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
 from pipelines.messages import SourcePosition
-from pipelines.policy import PolicyThresholds, decide
-from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.policy import PolicyThresholds
+from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
-from pipelines.verdict_record import verdict_kafka_records
+from pipelines.verdict_codec import VerdictRowKey, hits_from_json
+from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
-from worker.publisher import PublishError
 from worker.settings import WorkerSettings
-from worker.sink import Escalation, PendingRow, SinkError
+from worker.stores.database import StoreError
+from worker.stores.pending_texts import PendingRow
+from worker.stores.review_items import Escalation
+from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
-__all__ = ["Rescorer", "hits_from_json", "register"]
+__all__ = ["Rescorer", "register"]
 
 _log = get_logger(__name__)
 
@@ -51,26 +55,7 @@ class _Store(Protocol):
         done: Sequence[SourcePosition],
     ) -> set[SourcePosition]: ...
 
-    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None: ...
-
     async def drop_orphan_texts(self) -> int: ...
-
-
-class _Publisher(Protocol):
-    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None: ...
-
-
-def hits_from_json(items: Sequence[dict[str, Any]]) -> tuple[RuleHit, ...]:
-    """Rule hits as stored in ``verdicts.rule_hits`` (``RuleHit.as_dict``), back as objects."""
-    return tuple(
-        RuleHit(
-            rule_id=str(item["rule_id"]),
-            category=str(item["category"]),
-            severity=Severity[str(item["severity"]).upper()],
-            action=RuleAction(str(item["action"])),
-        )
-        for item in items
-    )
 
 
 class Rescorer:
@@ -79,7 +64,8 @@ class Rescorer:
         *,
         inference: _Inference,
         store: _Store,
-        publisher: _Publisher,
+        outbox: PublishedMarker[VerdictRowKey],
+        publisher: RecordPublisher,
         thresholds: PolicyThresholds,
         verdict_topic: str,
         batch_items: int,
@@ -88,9 +74,8 @@ class Rescorer:
         self._inference = inference
         self._on_rescored = on_rescored
         self._store = store
-        self._publisher = publisher
+        self._verdicts_out = verdict_publishing(publisher, verdict_topic, outbox)
         self._thresholds = thresholds
-        self._verdict_topic = verdict_topic
         self._batch_items = batch_items
         self.rescored = 0
 
@@ -99,39 +84,29 @@ class Rescorer:
     ) -> int:
         """Re-score one page; returns how many pending rows were read (0: none left).
 
-        Raises ``InferenceError`` / ``SinkError`` when the model or Postgres is unavailable;
+        Raises ``InferenceError`` / ``StoreError`` when the model or Postgres is unavailable;
         nothing is changed then.
         """
         rows = await self._store.pending_model_rows(self._batch_items, topic, partitions)
         if not rows:
             return 0
         result = await self._inference.infer([r.text for r in rows])
-        batch_id = str(uuid.uuid4())
+        run = ModelRun(
+            result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
+        )
         verdicts: list[Verdict] = []
         escalations: list[Escalation] = []
         for row, scores in zip(rows, result.scores, strict=True):
-            hits = hits_from_json(row.rule_hits)
-            decided = decide(RuleOutcome(hits), scores, self._thresholds)
-            verdict = Verdict(
-                position=row.position,
-                message_id=row.message_id,
-                group_id=row.group_id,
-                sender_id=row.sender_id,
-                sent_at=row.sent_at,
-                text_sha256=row.text_sha256,
-                rule_hits=hits,
-                scores=scores,
-                result=decided,
-                model_name=result.model_name,
-                model_version=result.model_version,
-                batch_id=batch_id,
-                queue_ms=row.queue_ms,
-                inference_ms=result.latency_ms,
+            outcome = RuleOutcome(hits_from_json(row.rule_hits))
+            verdict = make_verdict(
+                row.facts, outcome, scores, self._thresholds, run, queue_ms=row.queue_ms
             )
             verdicts.append(verdict)
-            if decided.escalate:
+            if verdict.result.escalate:
                 escalations.append(Escalation(verdict, row.text))
-        updated = await self._store.apply_rescore(verdicts, escalations, [r.position for r in rows])
+        updated = await self._store.apply_rescore(
+            verdicts, escalations, [r.facts.position for r in rows]
+        )
         changed = [v for v in verdicts if v.position in updated]
         self.rescored += len(changed)
         if self._on_rescored is not None:
@@ -153,13 +128,11 @@ class Rescorer:
         return self.rescored - before
 
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        if not verdicts:
-            return
-        records = verdict_kafka_records(verdicts, created_at=datetime.now(UTC))
         try:
-            await self._publisher.publish(self._verdict_topic, records)
-            await self._store.mark_published([(v.position, v.sent_at) for v in verdicts])
-        except (PublishError, SinkError) as exc:
+            await self._verdicts_out.publish(
+                durable_verdicts(verdicts, created_at=datetime.now(UTC))
+            )
+        except PublishDeferred as exc:
             _log.warning("rescored_publish_deferred", error=str(exc), items=len(verdicts))
 
     async def run(
@@ -176,7 +149,7 @@ class Rescorer:
             if owned and await model_ready():
                 try:
                     await self.rescore_all(topic, owned)
-                except (InferenceError, SinkError) as exc:
+                except (InferenceError, StoreError) as exc:
                     _log.warning("rescore_deferred", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
@@ -185,10 +158,12 @@ class Rescorer:
 async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str | None) -> int:
     from worker.inference import TritonModerationClient
     from worker.publisher import KafkaPublisher
-    from worker.sink import PostgresSink
+    from worker.stores.database import Database
+    from worker.stores.pending_texts import PendingTextStore
+    from worker.stores.verdict_outbox import VerdictOutboxStore
 
     async with (
-        PostgresSink(settings.postgres, settings.kafka.group_id) as sink,
+        Database(settings.postgres) as database,
         KafkaPublisher(settings.kafka) as publisher,
     ):
         inference = TritonModerationClient(settings.triton)
@@ -198,7 +173,8 @@ async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str |
             await inference.wait_ready(wait_s)
             rescorer = Rescorer(
                 inference=inference,
-                store=sink,
+                store=PendingTextStore(database),
+                outbox=VerdictOutboxStore(database),
                 publisher=publisher,
                 thresholds=settings.policy,
                 verdict_topic=settings.kafka.verdict_topic,

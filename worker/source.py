@@ -61,10 +61,6 @@ class KafkaSource:
         self._paused = False
 
     @property
-    def assigned(self) -> frozenset[PartitionKey]:
-        return frozenset(self._assigned)
-
-    @property
     def paused(self) -> bool:
         return self._paused
 

@@ -28,7 +28,10 @@ from tests.chaos.harness import ChaosEnv, Ledger, good_record
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
-from worker.sink import DeadLetter, PendingText, PostgresSink, SinkBatch
+from worker.stores.database import Database
+from worker.stores.pending_texts import PendingText
+from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
+from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 
@@ -70,9 +73,9 @@ async def _read_topic(bootstrap: str, topic: str, expected: int) -> list[dict[st
 
 
 async def _store(s: WorkerSettings, verdicts: list[Verdict], texts: list[str]) -> None:
-    async with PostgresSink(s.postgres, s.kafka.group_id) as sink:
-        await sink.write(
-            SinkBatch(
+    async with Database(s.postgres) as database:
+        await VerdictBatchStore(database, s.kafka.group_id).write(
+            VerdictBatch(
                 verdicts,
                 pending_texts=[
                     PendingText(v.position, v.sent_at, t)
@@ -92,10 +95,11 @@ async def test_outbox_relays_unpublished_rows_once_and_marks_them(
     verdicts = [_pending_verdict(topic, i, f"hello {i}") for i in range(3)]
     await _store(s, verdicts, [f"hello {i}" for i in range(3)])
     async with (
-        PostgresSink(s.postgres, s.kafka.group_id) as sink,
+        Database(s.postgres) as database,
         KafkaPublisher(s.kafka) as publisher,
     ):
-        outbox = VerdictOutbox(sink, publisher, s.kafka.verdict_topic, min_age_s=0, batch_items=2)
+        store = VerdictOutboxStore(database)
+        outbox = VerdictOutbox(store, publisher, s.kafka.verdict_topic, min_age_s=0, batch_items=2)
         assert await outbox.relay_all(topic, [0]) == 3
         assert await outbox.relay_all(topic, [0]) == 0
     records = await _read_topic(s.kafka.bootstrap_servers, s.kafka.verdict_topic, 3)
@@ -195,8 +199,9 @@ async def test_chaos_ledger_counts_a_lost_record_and_a_double_outcome(tmp_path: 
                 "postgres": WorkerSettings().postgres.model_copy(update={"dsn": SecretStr(env.dsn)})
             }
         )
-        async with PostgresSink(settings.postgres, topics.group_id) as sink:
-            await sink.write(SinkBatch(stored, dead_letters=[letter]))
+        async with Database(settings.postgres) as database:
+            batches = VerdictBatchStore(database, topics.group_id)
+            await batches.write(VerdictBatch(stored, dead_letters=[letter]))
         result = await ledger.check(env, topics)
     finally:
         await env.drop()

@@ -18,7 +18,7 @@ from review.errors import ClaimLimitError, ItemClaimedError
 from review.queue import ReviewQueue
 from review.schemas import Role, User
 from review.settings import ReviewServiceSettings, ReviewSettings
-from tests.support import MemorySink, temporary_database
+from tests.support import MemoryPublisher, temporary_database
 
 pytestmark = pytest.mark.integration
 
@@ -49,15 +49,15 @@ async def _clean(pool: asyncpg.Pool[Any]) -> None:
 
 
 @pytest.fixture
-def sink() -> MemorySink:
-    return MemorySink()
+def publisher() -> MemoryPublisher:
+    return MemoryPublisher()
 
 
 @pytest.fixture
 async def client(
-    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], sink: MemorySink
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(db_settings, pool=pool, sink=sink)
+    app = create_app(db_settings, pool=pool, publisher=publisher)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
@@ -299,7 +299,7 @@ async def test_claims_per_moderator_are_bounded(
 
 
 async def test_expired_claim_returns_item_to_queue(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> None:
     """A claim past its expiry reads as open, can be taken by another, and blocks its old holder."""
     first = _auth(await _token(pool, "first"))
@@ -327,7 +327,7 @@ async def test_expired_claim_returns_item_to_queue(
     )
     assert late.status_code == 409
     assert late.json()["error"] == "claim_required"
-    assert sink.records == []
+    assert publisher.records == []
 
 
 async def test_release_returns_item_and_is_audited(
@@ -351,9 +351,9 @@ async def test_release_returns_item_and_is_audited(
 
 
 async def test_decide_writes_audit_strike_and_publishes(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> None:
-    """A decision resolves the item, appends who/what/why, adds a strike and reaches the sink."""
+    """A decision resolves the item, appends who/what/why, adds a strike and reaches Kafka."""
     headers = _auth(await _token(pool, "dana"))
     item_id = await seed(pool, sender_id="troll", group_id="room-7")
     unclaimed = await client.post(
@@ -383,8 +383,8 @@ async def test_decide_writes_audit_strike_and_publishes(
     assert event["reason"] == "slur against a member"
     assert json.loads(event["details"])["decision_id"] == result["decision_id"]
 
-    assert len(sink.records) == 1
-    key, value = sink.records[0]
+    assert len(publisher.records) == 1
+    key, value = publisher.records[0]
     assert key == b"room-7"
     payload = json.loads(value)
     assert payload["decision_id"] == result["decision_id"]
@@ -403,20 +403,20 @@ async def test_decide_writes_audit_strike_and_publishes(
         f"/api/items/{item_id}/decide", headers=headers, json={"action": "ban", "reason": "again"}
     )
     assert again.status_code == 409
-    assert len(sink.records) == 1
+    assert len(publisher.records) == 1
 
 
 async def test_decision_survives_kafka_outage_through_the_outbox(
     client: httpx.AsyncClient,
     pool: asyncpg.Pool[Any],
-    sink: MemorySink,
+    publisher: MemoryPublisher,
     db_settings: ReviewServiceSettings,
 ) -> None:
-    """With the sink down the decision is stored unpublished; the relay sends it once it is back."""
+    """With Kafka down the decision is stored unpublished; the relay sends it once it is back."""
     headers = _auth(await _token(pool, "erin"))
     item_id = await seed(pool)
     await client.post(f"/api/items/{item_id}/claim", headers=headers)
-    sink.failing = True
+    publisher.failing = True
     response = await client.post(
         f"/api/items/{item_id}/decide", headers=headers, json={"action": "warn", "reason": "rude"}
     )
@@ -428,9 +428,10 @@ async def test_decision_survives_kafka_outage_through_the_outbox(
 
     from review.decisions import OutboxRelay
 
-    sink.failing = False
-    assert await OutboxRelay(pool, sink).flush() == 1
-    assert json.loads(sink.records[0][1])["decision_id"] == response.json()["decision_id"]
+    publisher.failing = False
+    assert await OutboxRelay(pool, publisher, db_settings.kafka.decision_topic).flush() == 1
+    assert json.loads(publisher.records[0][1])["decision_id"] == response.json()["decision_id"]
+    assert publisher.topics == [db_settings.kafka.decision_topic]
     assert (
         await pool.fetchval(
             "SELECT count(*) FROM review_decision_outbox WHERE published_at IS NULL"
@@ -440,7 +441,7 @@ async def test_decision_survives_kafka_outage_through_the_outbox(
 
 
 async def test_escalate_to_admin_moves_item_to_admin_queue(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> None:
     """Escalation publishes nothing, hides the item from moderators and lets an admin decide it."""
     mod = _auth(await _token(pool, "mod"))
@@ -454,7 +455,7 @@ async def test_escalate_to_admin_moves_item_to_admin_queue(
     )
     assert escalated.status_code == 200
     assert escalated.json()["decision_id"] is None
-    assert sink.records == []
+    assert publisher.records == []
     assert (await client.get("/api/queue", headers=mod)).json() == []
     admin_queue = (await client.get("/api/queue?queue=admin", headers=admin)).json()
     assert [i["id"] for i in admin_queue] == [item_id]
@@ -463,7 +464,7 @@ async def test_escalate_to_admin_moves_item_to_admin_queue(
         f"/api/items/{item_id}/decide", headers=admin, json={"action": "ban", "reason": "threat"}
     )
     assert banned.status_code == 200
-    assert json.loads(sink.records[0][1])["action"] == "ban"
+    assert json.loads(publisher.records[0][1])["action"] == "ban"
 
 
 async def test_item_context_has_verdict_group_and_sender_history(

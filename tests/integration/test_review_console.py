@@ -15,7 +15,7 @@ from review.api import create_app
 from review.auth import create_user
 from review.schemas import Role
 from review.settings import ReviewServiceSettings
-from tests.support import MemorySink, temporary_database
+from tests.support import MemoryPublisher, temporary_database
 
 pytestmark = pytest.mark.integration
 
@@ -40,19 +40,19 @@ async def pool(db_settings: ReviewServiceSettings) -> AsyncIterator[asyncpg.Pool
 
 
 @pytest.fixture
-def sink() -> MemorySink:
-    return MemorySink()
+def publisher() -> MemoryPublisher:
+    return MemoryPublisher()
 
 
 @pytest.fixture
 async def client(
-    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], sink: MemorySink
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> AsyncIterator[httpx.AsyncClient]:
     await pool.execute(
         "TRUNCATE review_decision_outbox, sender_strikes, review_events, review_items, "
         "review_sessions, review_users RESTART IDENTITY CASCADE"
     )
-    app = create_app(db_settings, pool=pool, sink=sink)
+    app = create_app(db_settings, pool=pool, publisher=publisher)
     async with (
         app.router.lifespan_context(app),
         httpx.AsyncClient(
@@ -132,7 +132,7 @@ async def test_forms_without_the_csrf_token_are_refused(
 
 
 async def test_claim_decide_and_audit_through_the_console(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], sink: MemorySink
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> None:
     """Claim-next, decide with a reason, land on the audit page; text is escaped and blurred."""
     item_id = await _item(pool)
@@ -153,7 +153,7 @@ async def test_claim_decide_and_audit_through_the_console(
     audit = await client.get(decided.headers["location"])
     assert 'data-action="warn"' in audit.text
     assert "first warning" in audit.text
-    assert len(sink.records) == 1
+    assert len(publisher.records) == 1
     resolution = await pool.fetchval("SELECT resolution FROM review_items WHERE id = $1", item_id)
     assert resolution == "warn"
 

@@ -11,8 +11,9 @@ from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rules import RuleEngine, default_ruleset
-from pipelines.verdict import DecidedBy, Decision, Verdict
-from pipelines.verdict_record import encode_verdict_record
+from pipelines.verdict import DecidedBy, Decision
+from pipelines.verdict_codec import encode_verdict_record
+from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
 
 TEXT = "兼职刷单\uff0c日结\uff0c加微信 abc12345"
 
@@ -35,22 +36,16 @@ def test_decisive_scam_flows_to_a_blocked_record_without_text() -> None:
     assert result.decision is Decision.BLOCK
     assert result.decided_by is DecidedBy.RULES
     assert result.category == "spam"
-    verdict = Verdict(
-        position=SourcePosition("chat.messages", 0, 42),
-        message_id=message.message_id,
-        group_id=message.group_id,
-        sender_id=message.sender_id,
-        sent_at=message.sent_at,
-        text_sha256=hashlib.sha256(message.text.encode()).hexdigest(),
-        rule_hits=outcome.hits,
-        scores=None,
-        result=result,
-        model_name=None,
-        model_version=None,
-        batch_id=None,
+    verdict = make_verdict(
+        MessageFacts.of(SourcePosition("chat.messages", 0, 42), message),
+        outcome,
+        None,
+        PolicyThresholds(),
+        NO_MODEL,
         queue_ms=0.0,
-        inference_ms=None,
     )
+    assert verdict.result == result
+    assert verdict.text_sha256 == hashlib.sha256(message.text.encode()).hexdigest()
     encoded = encode_verdict_record(verdict, created_at=datetime(2026, 5, 1, 12, tzinfo=UTC))
     record = orjson.loads(encoded)
     assert record["decision"] == "block"

@@ -1,4 +1,4 @@
-"""The Kafka decision sink wraps broker failures in the review's own error type."""
+"""The Kafka decision publisher wraps broker failures in the review's own error type."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import socket
 
 import pytest
 
+from common.publishing import PublishError
 from common.settings import KafkaSettings
-from review.decisions import KafkaDecisionSink
+from review.decisions import KafkaDecisionPublisher
 from review.errors import PublishFailedError
 
 
@@ -19,12 +20,13 @@ def _closed_port() -> int:
 
 
 async def test_unreachable_kafka_raises_publish_failed() -> None:
-    """With no broker listening, send raises PublishFailedError (retriable), not a Kafka error."""
-    sink = KafkaDecisionSink(
+    """With no broker listening, publish raises PublishFailedError (retriable, a PublishError)."""
+    publisher = KafkaDecisionPublisher(
         KafkaSettings(bootstrap_servers=f"127.0.0.1:{_closed_port()}"), timeout_s=3
     )
     with pytest.raises(PublishFailedError) as caught:
-        await sink.send(b"k", b"{}")
+        await publisher.publish("moderation.decisions", [(b"k", b"{}")])
     assert caught.value.retriable
-    await sink.stop()
-    await sink.stop()
+    assert isinstance(caught.value, PublishError)
+    await publisher.stop()
+    await publisher.stop()

@@ -56,12 +56,16 @@ def _records(count: int, *, bad_every: int = 0) -> list[Record]:
     return out
 
 
-class FakeSink:
+class FakeDatabase:
     async def start(self) -> None:
         return None
 
     async def stop(self) -> None:
         return None
+
+
+async def _no_partitions(_database: object) -> None:
+    return
 
     async def ensure_partitions(self) -> None:
         return None
@@ -187,7 +191,7 @@ class FakeProcessor:
         self._tracker = tracker
         self._committer = committer
         self._failpoints = failpoints
-        self.sink_healthy = True
+        self.store_healthy = True
         self.delay_s = 0.02
         self.gate: asyncio.Event | None = None
         self.abandon: asyncio.Event | None = None
@@ -235,7 +239,7 @@ class FakeProcessor:
 class Rig:
     records: list[Record]
     chunk: int = 25
-    sink: FakeSink = field(default_factory=FakeSink)
+    database: FakeDatabase = field(default_factory=FakeDatabase)
     publisher: FakePublisher = field(default_factory=FakePublisher)
     inference: FakeInference = field(default_factory=FakeInference)
     source: FakeSource | None = None
@@ -257,7 +261,10 @@ class Rig:
 
 
 def _install(monkeypatch: pytest.MonkeyPatch, rig: Rig) -> None:
-    monkeypatch.setattr(app_module, "PostgresSink", lambda *_a, **_k: rig.sink)
+    monkeypatch.setattr(app_module, "Database", lambda *_a, **_k: rig.database)
+    monkeypatch.setattr(app_module, "ensure_verdict_partitions", _no_partitions)
+    for store in ("StrikeStore", "VerdictBatchStore", "VerdictOutboxStore", "PendingTextStore"):
+        monkeypatch.setattr(app_module, store, lambda *_a, **_k: object())
     monkeypatch.setattr(app_module, "KafkaPublisher", lambda *_a, **_k: rig.publisher)
     monkeypatch.setattr(app_module, "TritonModerationClient", lambda *_a, **_k: rig.inference)
     monkeypatch.setattr(app_module, "StrikeCache", lambda *_a, **_k: FakeStrikes())

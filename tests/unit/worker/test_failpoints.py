@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from common.publishing import PublishError
 from worker.failpoints import FAILPOINT_NAMES, FailpointError, FailpointRaised, Failpoints
 from worker.inference import InferenceError
-from worker.publisher import PublishError
-from worker.sink import SinkError
+from worker.stores.database import StoreError
 
 
 class Recorder:
@@ -86,9 +86,9 @@ def test_each_action_fires_once() -> None:
 
 
 def test_raised_error_is_not_one_the_pipeline_handles() -> None:
-    """FailpointRaised is none of the errors the pipeline expects and handles (inference, sink,
+    """FailpointRaised is none of the errors the pipeline expects and handles (inference, store,
     publish failures, bad specifications), so it reaches the worker as an unexpected one."""
-    handled = (InferenceError, SinkError, PublishError, FailpointError)
+    handled = (InferenceError, StoreError, PublishError, FailpointError)
     assert not issubclass(FailpointRaised, handled)
     assert issubclass(FailpointRaised, Exception)
 

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 import worker.processing as processing_module
+from common.publishing import PublishError
 from pipelines.decode import DecodeError, DecodeErrorCode
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -21,8 +22,8 @@ from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.processing import BatchProcessor, Work
-from worker.publisher import PublishError
-from worker.sink import SinkBatch, SinkError, SinkUnavailable
+from worker.stores.database import StoreError, StoreUnavailable
+from worker.stores.verdict_batches import VerdictBatch
 
 TOPIC = "chat.messages"
 VERDICT_TOPIC = "moderation.verdicts"
@@ -44,29 +45,29 @@ class FakeInference:
         return InferenceResult([CALM] * len(texts), "moderation", "7", 4.0)
 
 
-class FakeSink:
-    """Records stored SinkBatch objects; fails on chosen attempts or on rows named "bad"."""
+class FakeStore:
+    """Records stored VerdictBatch objects; fails on chosen attempts or on rows named "bad"."""
 
     def __init__(self, events: list[str], *, unavailable_on: set[int] | None = None) -> None:
         self.events = events
         self.unavailable_on = unavailable_on or set()
         self.always_unavailable = False
         self.attempts = 0
-        self.stored: list[SinkBatch] = []
+        self.stored: list[VerdictBatch] = []
         self.published: list[SourcePosition] = []
         self.on_unavailable: asyncio.Event | None = None
 
-    async def write(self, batch: SinkBatch) -> None:
+    async def write(self, batch: VerdictBatch) -> None:
         self.attempts += 1
         self.events.append("write")
         if self.always_unavailable or self.attempts in self.unavailable_on:
             if self.on_unavailable is not None:
                 self.on_unavailable.set()
-            raise SinkUnavailable("connection refused")
+            raise StoreUnavailable("connection refused")
         if any("bad" in v.message_id for v in batch.verdicts):
-            raise SinkError("write rejected: 22P05")
+            raise StoreError("write rejected: 22P05")
         self.stored.append(
-            SinkBatch(
+            VerdictBatch(
                 list(batch.verdicts),
                 list(batch.escalations),
                 list(batch.dead_letters),
@@ -85,6 +86,7 @@ class FakePublisher:
     def __init__(self, events: list[str], *, dead_letter_failures: int = 0) -> None:
         self.events = events
         self.dead_letter_failures = dead_letter_failures
+        self.refuse_verdicts = False
         self.dead_letters: list[tuple[SourcePosition, str]] = []
         self.records: list[tuple[str, bytes | None, bytes]] = []
 
@@ -104,22 +106,24 @@ class FakePublisher:
 
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         self.events.append("publish")
+        if self.refuse_verdicts:
+            raise PublishError("publish not acknowledged: KafkaTimeoutError")
         self.records.extend((topic, key, value) for key, value in records)
 
 
 class FakeCommitter:
     """Records every commit call with the number of batches stored at that moment."""
 
-    def __init__(self, events: list[str], sink: FakeSink) -> None:
+    def __init__(self, events: list[str], store: FakeStore) -> None:
         self.events = events
-        self.sink = sink
+        self.store = store
         self.commits: list[dict[PartitionKey, int | None]] = []
         self.stored_when_committed: list[int] = []
 
     async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
         self.events.append("commit")
         self.commits.append(dict(points))
-        self.stored_when_committed.append(len(self.sink.stored))
+        self.stored_when_committed.append(len(self.store.stored))
 
 
 @dataclasses.dataclass
@@ -127,7 +131,7 @@ class Rig:
     processor: BatchProcessor
     tracker: OffsetTracker
     inference: FakeInference
-    sink: FakeSink
+    store: FakeStore
     publisher: FakePublisher
     committer: FakeCommitter
     give_up: asyncio.Event
@@ -149,13 +153,14 @@ def _rig(
     events: list[str] = []
     tracker = OffsetTracker()
     inference = FakeInference(down=inference_down)
-    sink = FakeSink(events, unavailable_on=unavailable_on)
+    store = FakeStore(events, unavailable_on=unavailable_on)
     publisher = FakePublisher(events, dead_letter_failures=dead_letter_failures)
-    committer = FakeCommitter(events, sink)
+    committer = FakeCommitter(events, store)
     give_up = asyncio.Event()
     processor = BatchProcessor(
         inference=inference,
-        sink=sink,
+        store=store,
+        outbox=store,
         publisher=publisher,
         committer=committer,
         tracker=tracker,
@@ -164,7 +169,7 @@ def _rig(
         metrics=Metrics(),
         give_up=give_up,
     )
-    return Rig(processor, tracker, inference, sink, publisher, committer, give_up, events)
+    return Rig(processor, tracker, inference, store, publisher, committer, give_up, events)
 
 
 def _work(
@@ -218,7 +223,7 @@ async def test_model_batch_verdicts_are_decided_by_the_model() -> None:
     works = [_work(rig.tracker, o) for o in range(3)]
     await rig.processor.process_model_batch(_batch(works))
     assert rig.inference.calls == [[w.message.text for w in works if w.message]]
-    [stored] = rig.sink.stored
+    [stored] = rig.store.stored
     assert [v.position.offset for v in stored.verdicts] == [0, 1, 2]
     for v in stored.verdicts:
         assert v.result.decided_by is DecidedBy.MODEL
@@ -234,7 +239,7 @@ async def test_inference_down_stores_pending_model_verdicts() -> None:
     rig = _rig(inference_down=True)
     works = [_work(rig.tracker, o) for o in range(2)]
     await rig.processor.process_model_batch(_batch(works, "timeout"))
-    [stored] = rig.sink.stored
+    [stored] = rig.store.stored
     assert len(stored.verdicts) == 2
     for v in stored.verdicts:
         assert v.result.decided_by is DecidedBy.PENDING_MODEL
@@ -244,21 +249,21 @@ async def test_inference_down_stores_pending_model_verdicts() -> None:
 
 
 async def test_stored_offsets_equal_tracker_point_and_commit_follows_write() -> None:
-    """Offsets in the SinkBatch equal the tracker's point; commit happens after the write."""
+    """Offsets in the VerdictBatch equal the tracker's point; commit happens after the write."""
     rig = _rig()
     first = [_work(rig.tracker, o) for o in range(3)]
     second = [_work(rig.tracker, o) for o in range(3, 5)]
     other = [_work(rig.tracker, 10, partition=1)]
     expected = rig.tracker.point_with(KEY0, [0, 1, 2])
     await rig.processor.process_model_batch(_batch(first))
-    assert rig.sink.stored[0].offsets == {KEY0: expected}
+    assert rig.store.stored[0].offsets == {KEY0: expected}
     assert expected == 3
     assert rig.tracker.durable_point(KEY0) == 3
     assert rig.committer.commits == [{KEY0: 3}]
     assert rig.committer.stored_when_committed == [1]
     assert rig.events.index("stored") < rig.events.index("commit") < rig.events.index("publish")
     await rig.processor.process_model_batch(_batch(second + other))
-    assert rig.sink.stored[1].offsets == {KEY0: 5, (TOPIC, 1): 11}
+    assert rig.store.stored[1].offsets == {KEY0: 5, (TOPIC, 1): 11}
     assert rig.committer.commits[1] == {KEY0: 5, (TOPIC, 1): 11}
 
 
@@ -268,10 +273,10 @@ async def test_out_of_order_batch_does_not_store_a_point_past_unfinished_records
     early = [_work(rig.tracker, o) for o in range(3)]
     late = [_work(rig.tracker, o) for o in range(3, 6)]
     await rig.processor.process_model_batch(_batch(late))
-    assert rig.sink.stored[0].offsets == {KEY0: 0}
+    assert rig.store.stored[0].offsets == {KEY0: 0}
     assert rig.committer.commits[-1] == {KEY0: 0}
     await rig.processor.process_model_batch(_batch(early))
-    assert rig.sink.stored[1].offsets == {KEY0: 6}
+    assert rig.store.stored[1].offsets == {KEY0: 6}
     assert rig.committer.commits[-1] == {KEY0: 6}
 
 
@@ -281,17 +286,29 @@ async def test_verdicts_are_published_after_commit_and_marked_published() -> Non
     works = [_work(rig.tracker, o) for o in range(2)]
     await rig.processor.process_model_batch(_batch(works))
     assert [(t, k) for t, k, _ in rig.publisher.records] == [(VERDICT_TOPIC, b"g1")] * 2
-    assert rig.sink.published == [w.position for w in works]
+    assert rig.store.published == [w.position for w in works]
     assert rig.events[-1] == "publish"
 
 
+async def test_refused_verdict_publish_leaves_rows_for_the_relay() -> None:
+    """Kafka refusing verdicts: the batch commits, nothing is marked, the failure is counted."""
+    rig = _rig()
+    rig.publisher.refuse_verdicts = True
+    registry = rig.processor._metrics.registry
+    works = [_work(rig.tracker, o) for o in range(2)]
+    await rig.processor.process_model_batch(_batch(works))
+    assert rig.store.published == []
+    assert rig.committer.commits[-1] == {KEY0: 2}
+    assert registry.get_sample_value("modstream_publish_failures_total") == 1.0
+
+
 async def test_escalations_carry_the_message_text() -> None:
-    """An escalate rule hit puts the verdict and its text in the same SinkBatch."""
+    """An escalate rule hit puts the verdict and its text in the same VerdictBatch."""
     rig = _rig()
     hit = RuleHit("en.threat.1", "threat", Severity.MEDIUM, RuleAction.ESCALATE)
     works = [_work(rig.tracker, 0, outcome=RuleOutcome((hit,))), _work(rig.tracker, 1)]
     await rig.processor.process_model_batch(_batch(works))
-    [stored] = rig.sink.stored
+    [stored] = rig.store.stored
     [escalation] = stored.escalations
     assert escalation.verdict.position.offset == 0
     assert works[0].message is not None
@@ -309,7 +326,7 @@ async def test_decided_batch_sends_dead_letters_before_one_write() -> None:
         (SourcePosition(TOPIC, 0, 2), "invalid_json"),
     ]
     assert rig.events.index("dead_letter") < rig.events.index("write")
-    [stored] = rig.sink.stored
+    [stored] = rig.store.stored
     assert [d.position.offset for d in stored.dead_letters] == [0, 2]
     assert all(d.reason_code == "invalid_json" for d in stored.dead_letters)
     assert stored.dead_letters[0].value_bytes == len(b"{nope")
@@ -327,7 +344,7 @@ async def test_dead_letter_publish_failure_is_retried() -> None:
     works = [_broken(rig.tracker, 0)]
     await rig.processor.process_decided_batch(_batch(works))
     assert rig.publisher.dead_letters == [(SourcePosition(TOPIC, 0, 0), "invalid_json")]
-    assert len(rig.sink.stored) == 1
+    assert len(rig.store.stored) == 1
     assert rig.tracker.durable_point(KEY0) == 1
 
 
@@ -337,42 +354,42 @@ async def test_give_up_while_dlq_down_abandons_decided_batch_quietly() -> None:
     rig.give_up.set()
     works = [_broken(rig.tracker, 0), _blocked(rig.tracker, 1)]
     await rig.processor.process_decided_batch(_batch(works))
-    assert rig.sink.attempts == 0
+    assert rig.store.attempts == 0
     assert rig.committer.commits == []
     assert rig.tracker.durable_point(KEY0) == 0
 
 
-async def test_sink_unavailable_twice_then_success_stores_once() -> None:
-    """SinkUnavailable is retried: one stored batch, every record durable, no loss."""
+async def test_store_unavailable_twice_then_success_stores_once() -> None:
+    """StoreUnavailable is retried: one stored batch, every record durable, no loss."""
     rig = _rig(unavailable_on={1, 2})
     works = [_work(rig.tracker, o) for o in range(4)]
     await rig.processor.process_model_batch(_batch(works))
-    assert rig.sink.attempts == 3
-    [stored] = rig.sink.stored
+    assert rig.store.attempts == 3
+    [stored] = rig.store.stored
     assert [v.position.offset for v in stored.verdicts] == [0, 1, 2, 3]
     assert stored.offsets == {KEY0: 4}
     assert rig.tracker.durable_point(KEY0) == 4
     assert rig.committer.commits == [{KEY0: 4}]
-    assert rig.processor.sink_healthy
+    assert rig.processor.store_healthy
 
 
-async def test_give_up_while_sink_down_marks_nothing_durable() -> None:
+async def test_give_up_while_store_down_marks_nothing_durable() -> None:
     """When give_up is set while Postgres is down, nothing is marked, committed or published."""
     rig = _rig()
-    rig.sink.always_unavailable = True
-    rig.sink.on_unavailable = rig.give_up
+    rig.store.always_unavailable = True
+    rig.store.on_unavailable = rig.give_up
     works = [_work(rig.tracker, o) for o in range(3)]
     await rig.processor.process_model_batch(_batch(works))
-    assert rig.sink.stored == []
+    assert rig.store.stored == []
     assert rig.tracker.durable_point(KEY0) == 0
     assert rig.tracker.in_flight() == 3
     assert rig.committer.commits == []
     assert rig.publisher.records == []
-    assert not rig.processor.sink_healthy
+    assert not rig.processor.store_healthy
 
 
-async def test_sink_error_isolates_rejected_rows_as_dead_letters() -> None:
-    """SinkError: good rows are stored one by one, bad rows become sink_rejected dead letters."""
+async def test_store_error_isolates_rejected_rows_as_dead_letters() -> None:
+    """StoreError: good rows are stored one by one, bad rows become sink_rejected dead letters."""
     rig = _rig()
     works = [
         _work(rig.tracker, 0),
@@ -380,17 +397,17 @@ async def test_sink_error_isolates_rejected_rows_as_dead_letters() -> None:
         _work(rig.tracker, 2),
     ]
     await rig.processor.process_model_batch(_batch(works))
-    kept = [v.message_id for b in rig.sink.stored for v in b.verdicts]
+    kept = [v.message_id for b in rig.store.stored for v in b.verdicts]
     assert kept == ["m-0-0", "m-0-2"]
-    letters = [d for b in rig.sink.stored for d in b.dead_letters]
+    letters = [d for b in rig.store.stored for d in b.dead_letters]
     assert [(d.position.offset, d.reason_code) for d in letters] == [(1, "sink_rejected")]
-    assert rig.sink.stored[-1].offsets == {KEY0: 3}
+    assert rig.store.stored[-1].offsets == {KEY0: 3}
     assert rig.tracker.durable_point(KEY0) == 3
     assert rig.committer.commits == [{KEY0: 3}]
     assert len(rig.publisher.records) == 2
 
 
-async def test_sink_unavailable_during_isolation_is_retried() -> None:
+async def test_store_unavailable_during_isolation_is_retried() -> None:
     """Postgres dropping while rows are isolated is retried like any outage, with no loss."""
     rig = _rig(unavailable_on={3})
     works = [
@@ -399,12 +416,12 @@ async def test_sink_unavailable_during_isolation_is_retried() -> None:
         _work(rig.tracker, 2),
     ]
     await rig.processor.process_model_batch(_batch(works))
-    kept = {v.message_id for b in rig.sink.stored for v in b.verdicts}
+    kept = {v.message_id for b in rig.store.stored for v in b.verdicts}
     assert kept == {"m-0-0", "m-0-2"}
-    letters = {(d.position.offset, d.reason_code) for b in rig.sink.stored for d in b.dead_letters}
+    letters = {(d.position.offset, d.reason_code) for b in rig.store.stored for d in b.dead_letters}
     assert letters == {(1, "sink_rejected")}
     assert rig.tracker.durable_point(KEY0) == 3
-    assert rig.processor.sink_healthy
+    assert rig.processor.store_healthy
 
 
 async def test_revoked_partition_is_not_stored_or_committed() -> None:
@@ -413,6 +430,6 @@ async def test_revoked_partition_is_not_stored_or_committed() -> None:
     works = [_work(rig.tracker, 0), _work(rig.tracker, 5, partition=1)]
     rig.tracker.forget(KEY0)
     await rig.processor.process_model_batch(_batch(works))
-    [stored] = rig.sink.stored
+    [stored] = rig.store.stored
     assert stored.offsets == {(TOPIC, 1): 6}
     assert rig.committer.commits == [{KEY0: None, (TOPIC, 1): 6}]

@@ -13,9 +13,11 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
+from pipelines.verdict_factory import MessageFacts
 from worker.inference import InferenceResult, InferenceUnavailable
-from worker.rescore import Rescorer, hits_from_json
-from worker.sink import Escalation, PendingRow
+from worker.rescore import Rescorer
+from worker.stores.pending_texts import PendingRow
+from worker.stores.review_items import Escalation
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
@@ -26,12 +28,14 @@ HATE = ModelScores(
 
 def _pending(offset: int, hits: list[dict[str, object]] | None = None) -> PendingRow:
     return PendingRow(
-        position=SourcePosition("chat.messages", 0, offset),
-        sent_at=SENT_AT,
-        message_id=f"m-{offset}",
-        group_id="g",
-        sender_id="u",
-        text_sha256="0" * 64,
+        facts=MessageFacts(
+            position=SourcePosition("chat.messages", 0, offset),
+            message_id=f"m-{offset}",
+            group_id="g",
+            sender_id="u",
+            sent_at=SENT_AT,
+            text_sha256="0" * 64,
+        ),
         rule_hits=list(hits or []),
         queue_ms=3.0,
         text=f"text {offset}",
@@ -76,7 +80,7 @@ class FakeStore:
         self.applied.extend(v for v in verdicts if v.position in updated)
         self.escalations.extend(escalations)
         gone = set(done)
-        self.rows = [r for r in self.rows if r.position not in gone]
+        self.rows = [r for r in self.rows if r.facts.position not in gone]
         return updated
 
     async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
@@ -99,17 +103,12 @@ def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublish
     return Rescorer(
         inference=inference,
         store=store,
+        outbox=store,
         publisher=publisher,
         thresholds=PolicyThresholds(),
         verdict_topic="moderation.verdicts",
         batch_items=2,
     )
-
-
-def test_hits_round_trip_through_their_stored_form() -> None:
-    """``hits_from_json(hit.as_dict())`` gives the hit back."""
-    hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
-    assert hits_from_json([hit.as_dict()]) == (hit,)
 
 
 async def test_all_pending_rows_become_model_verdicts_and_are_republished() -> None:

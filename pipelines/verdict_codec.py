@@ -1,0 +1,256 @@
+"""Every stored and published form of a ``Verdict``, in one place.
+
+Three shapes, and the conversions between them:
+
+* the **row**: the values of one ``verdicts`` row, column by column (``VERDICT_COLUMNS``);
+* the **record** published to ``moderation.verdicts``: built from a ``Verdict`` right after it is
+  stored, or from a stored row when the outbox relay sends it again. Both give the same JSON.
+
+The record never contains the message text (nor its hash). Fields:
+
+``schema_version`` (1), ``message_id``, ``group_id``, ``sender_id``, ``source_topic``,
+``source_partition``, ``source_offset``, ``decision`` (allow|flag|block), ``decided_by``
+(rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
+``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``),
+``scores`` (``{task: {label: probability}}`` or null), ``labels`` (``{task: label}`` or null),
+``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
+``created_at`` (ISO-8601 UTC, ``Z`` suffix). Records are keyed by ``group_id`` like the input.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+
+from pipelines.messages import SourcePosition
+from pipelines.rule_hits import RuleAction, RuleHit, Severity
+from pipelines.verdict import Verdict
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "VERDICT_COLUMNS",
+    "VerdictRowKey",
+    "encode_verdict_record",
+    "hits_from_json",
+    "record_from_row",
+    "row_kafka_record",
+    "row_key",
+    "verdict_kafka_records",
+    "verdict_record",
+    "verdict_row",
+    "verdict_row_key",
+]
+
+SCHEMA_VERSION = 1
+
+VERDICT_COLUMNS: tuple[str, ...] = (
+    "source_topic",
+    "source_partition",
+    "source_offset",
+    "sent_at",
+    "message_id",
+    "group_id",
+    "sender_id",
+    "text_sha256",
+    "decision",
+    "decided_by",
+    "escalated",
+    "category",
+    "priority",
+    "reasons",
+    "rule_hits",
+    "scores",
+    "sentiment_label",
+    "intent_label",
+    "toxicity_label",
+    "model_name",
+    "model_version",
+    "batch_id",
+    "queue_ms",
+    "inference_ms",
+)
+"""The ``verdicts`` columns a verdict fills, in the order of ``verdict_row``."""
+
+VerdictRowKey = tuple[SourcePosition, datetime]
+"""What identifies a stored verdict row: its Kafka coordinates and ``sent_at`` (the partition
+key of the ``verdicts`` table)."""
+
+
+def _dumps(value: object) -> str:
+    return orjson.dumps(value).decode()
+
+
+def _json(value: object) -> Any:
+    """A JSON column as read: text (parsed here) or already parsed by the driver."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
+
+
+def _utc_iso(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)  # decoded messages are always aware; be lenient
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+# -- Verdict -> row ---------------------------------------------------------------------------
+
+
+def verdict_row(verdict: Verdict) -> tuple[Any, ...]:
+    """The values of ``verdict``'s row, one per ``VERDICT_COLUMNS`` entry.
+
+    ``reasons``, ``rule_hits`` and ``scores`` are JSON text (the SQL casts them); ``batch_id``
+    is a ``UUID``.
+    """
+    result = verdict.result
+    scores = verdict.scores
+    labels = scores.labels() if scores is not None else {}
+    return (
+        verdict.position.topic,
+        verdict.position.partition,
+        verdict.position.offset,
+        verdict.sent_at,
+        verdict.message_id,
+        verdict.group_id,
+        verdict.sender_id,
+        verdict.text_sha256,
+        result.decision.value,
+        result.decided_by.value,
+        result.escalate,
+        result.category,
+        result.priority,
+        _dumps(list(result.reasons)),
+        _dumps([hit.as_dict() for hit in verdict.rule_hits]),
+        _dumps(scores.as_dict()) if scores is not None else None,
+        labels.get("sentiment"),
+        labels.get("intent"),
+        labels.get("toxicity"),
+        verdict.model_name,
+        verdict.model_version,
+        uuid.UUID(verdict.batch_id) if verdict.batch_id else None,
+        verdict.queue_ms,
+        verdict.inference_ms,
+    )
+
+
+def verdict_row_key(verdict: Verdict) -> VerdictRowKey:
+    """The key of ``verdict``'s stored row."""
+    return (verdict.position, verdict.sent_at)
+
+
+def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
+    """Rule hits as stored in ``verdicts.rule_hits`` (``RuleHit.as_dict``), back as objects."""
+    return tuple(
+        RuleHit(
+            rule_id=str(item["rule_id"]),
+            category=str(item["category"]),
+            severity=Severity[str(item["severity"]).upper()],
+            action=RuleAction(str(item["action"])),
+        )
+        for item in items
+    )
+
+
+# -- Verdict -> record ------------------------------------------------------------------------
+
+
+def verdict_record(verdict: Verdict, *, created_at: datetime) -> dict[str, object]:
+    """The published form of ``verdict``; ``created_at`` must be timezone-aware."""
+    if created_at.tzinfo is None or created_at.utcoffset() is None:
+        raise ValueError("created_at must be timezone-aware")
+    result = verdict.result
+    scores = verdict.scores
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "message_id": verdict.message_id,
+        "group_id": verdict.group_id,
+        "sender_id": verdict.sender_id,
+        "source_topic": verdict.position.topic,
+        "source_partition": verdict.position.partition,
+        "source_offset": verdict.position.offset,
+        "decision": result.decision.value,
+        "decided_by": result.decided_by.value,
+        "escalate": result.escalate,
+        "category": result.category,
+        "priority": result.priority,
+        "reasons": list(result.reasons),
+        "rule_hits": [hit.as_dict() for hit in verdict.rule_hits],
+        "scores": scores.as_dict() if scores is not None else None,
+        "labels": scores.labels() if scores is not None else None,
+        "model_name": verdict.model_name,
+        "model_version": verdict.model_version,
+        "batch_id": verdict.batch_id,
+        "sent_at": _utc_iso(verdict.sent_at),
+        "created_at": _utc_iso(created_at),
+    }
+
+
+def encode_verdict_record(verdict: Verdict, *, created_at: datetime) -> bytes:
+    """``verdict_record`` serialised as compact UTF-8 JSON (the Kafka record value)."""
+    return orjson.dumps(verdict_record(verdict, created_at=created_at))
+
+
+def verdict_kafka_records(
+    verdicts: Sequence[Verdict], *, created_at: datetime
+) -> list[tuple[bytes, bytes]]:
+    """``(key, value)`` records for ``moderation.verdicts``, keyed by group like the input."""
+    return [
+        (v.group_id.encode("utf-8"), encode_verdict_record(v, created_at=created_at))
+        for v in verdicts
+    ]
+
+
+# -- row -> record ----------------------------------------------------------------------------
+
+
+def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
+    """The published record of a stored row (same fields as ``verdict_record``; ``created_at``
+    is when the verdict was last decided, i.e. the row's ``updated_at``)."""
+    scores = _json(row["scores"])
+    labels = (
+        {
+            "sentiment": row["sentiment_label"],
+            "intent": row["intent_label"],
+            "toxicity": row["toxicity_label"],
+        }
+        if scores is not None
+        else None
+    )
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "message_id": row["message_id"],
+        "group_id": row["group_id"],
+        "sender_id": row["sender_id"],
+        "source_topic": row["source_topic"],
+        "source_partition": int(row["source_partition"]),
+        "source_offset": int(row["source_offset"]),
+        "decision": row["decision"],
+        "decided_by": row["decided_by"],
+        "escalate": bool(row["escalated"]),
+        "category": row["category"],
+        "priority": float(row["priority"]),
+        "reasons": list(row["reasons"] or []),
+        "rule_hits": _json(row["rule_hits"]) or [],
+        "scores": scores,
+        "labels": labels,
+        "model_name": row["model_name"],
+        "model_version": row["model_version"],
+        "batch_id": str(row["batch_id"]) if row["batch_id"] is not None else None,
+        "sent_at": _utc_iso(row["sent_at"]),
+        "created_at": _utc_iso(row["updated_at"]),
+    }
+
+
+def row_kafka_record(row: Mapping[str, Any]) -> tuple[bytes, bytes]:
+    """The ``(key, value)`` record of a stored row, keyed by group (as the stream keys it)."""
+    return (str(row["group_id"]).encode("utf-8"), orjson.dumps(record_from_row(row)))
+
+
+def row_key(row: Mapping[str, Any]) -> VerdictRowKey:
+    """The key of a stored row as read back (the same key ``verdict_row_key`` gives)."""
+    position = SourcePosition(
+        row["source_topic"], int(row["source_partition"]), int(row["source_offset"])
+    )
+    return (position, row["sent_at"])

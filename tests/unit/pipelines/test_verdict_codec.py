@@ -1,0 +1,259 @@
+"""Tests for pipelines.verdict_codec: the JSON published to moderation.verdicts, the stored row."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import orjson
+import pytest
+
+from pipelines.messages import SourcePosition
+from pipelines.rule_hits import RuleAction, RuleHit, Severity
+from pipelines.scores import ModelScores
+from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
+from pipelines.verdict_codec import (
+    SCHEMA_VERSION,
+    VERDICT_COLUMNS,
+    encode_verdict_record,
+    hits_from_json,
+    record_from_row,
+    row_kafka_record,
+    row_key,
+    verdict_kafka_records,
+    verdict_record,
+    verdict_row,
+    verdict_row_key,
+)
+
+CREATED = datetime(2026, 5, 1, 12, 0, 1, 500000, tzinfo=UTC)
+HIT = RuleHit("zh.ad.add_contact", "advertisement", Severity.MEDIUM, RuleAction.FLAG)
+SCORES = ModelScores(
+    sentiment=(0.1, 0.2, 0.7), intent=(0.1, 0.1, 0.1, 0.7), toxicity=(0.9, 0.05, 0.05)
+)
+
+
+def _verdict(scores: ModelScores | None = SCORES) -> Verdict:
+    return Verdict(
+        position=SourcePosition("chat.messages", 3, 1234),
+        message_id="m-1",
+        group_id="g-1",
+        sender_id="u-1",
+        sent_at=datetime(2026, 5, 1, 20, 0, tzinfo=timezone(timedelta(hours=8))),
+        text_sha256="ab" * 32,
+        rule_hits=(HIT,),
+        scores=scores,
+        result=PolicyResult(
+            decision=Decision.FLAG,
+            decided_by=DecidedBy.MODEL,
+            escalate=False,
+            category="advertisement",
+            priority=0.58,
+            reasons=("rule:zh.ad.add_contact", "intent.advertisement=0.700>=0.7"),
+        ),
+        model_name="moderation",
+        model_version="1",
+        batch_id="b-9",
+        queue_ms=12.5,
+        inference_ms=40.0,
+    )
+
+
+def test_record_fields() -> None:
+    """Every documented field is present with the verdict's values."""
+    record = verdict_record(_verdict(), created_at=CREATED)
+    assert record == {
+        "schema_version": SCHEMA_VERSION,
+        "message_id": "m-1",
+        "group_id": "g-1",
+        "sender_id": "u-1",
+        "source_topic": "chat.messages",
+        "source_partition": 3,
+        "source_offset": 1234,
+        "decision": "flag",
+        "decided_by": "model",
+        "escalate": False,
+        "category": "advertisement",
+        "priority": 0.58,
+        "reasons": ["rule:zh.ad.add_contact", "intent.advertisement=0.700>=0.7"],
+        "rule_hits": [
+            {
+                "rule_id": "zh.ad.add_contact",
+                "category": "advertisement",
+                "severity": "medium",
+                "action": "flag",
+            }
+        ],
+        "scores": SCORES.as_dict(),
+        "labels": {"sentiment": "positive", "intent": "advertisement", "toxicity": "none"},
+        "model_name": "moderation",
+        "model_version": "1",
+        "batch_id": "b-9",
+        "sent_at": "2026-05-01T12:00:00Z",
+        "created_at": "2026-05-01T12:00:01.500000Z",
+    }
+
+
+def test_record_without_scores() -> None:
+    """A rules-only verdict publishes null scores and labels."""
+    record = verdict_record(_verdict(scores=None), created_at=CREATED)
+    assert record["scores"] is None
+    assert record["labels"] is None
+
+
+def test_record_never_contains_text_or_hash() -> None:
+    """Neither the text nor its hash is published."""
+    encoded = encode_verdict_record(_verdict(), created_at=CREATED)
+    assert b"abab" not in encoded
+    assert b"text" not in encoded
+
+
+def test_encoded_round_trips() -> None:
+    """The encoded bytes are JSON equal to the record, with plain strings for enums."""
+    encoded = encode_verdict_record(_verdict(), created_at=CREATED)
+    assert orjson.loads(encoded) == verdict_record(_verdict(), created_at=CREATED)
+    assert orjson.loads(encoded)["decision"] == "flag"
+
+
+def test_naive_created_at_is_rejected() -> None:
+    """created_at must be timezone-aware."""
+    with pytest.raises(ValueError, match="timezone-aware"):
+        verdict_record(_verdict(), created_at=datetime(2026, 5, 1))
+
+
+ROW_SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+
+
+def _row(offset: int, *, scored: bool = True) -> dict[str, Any]:
+    """A ``verdicts`` row as the outbox reads it (JSON columns as text)."""
+    return {
+        "source_topic": "chat.messages",
+        "source_partition": 1,
+        "source_offset": offset,
+        "sent_at": ROW_SENT_AT,
+        "message_id": f"m-{offset}",
+        "group_id": "g-1",
+        "sender_id": "u-1",
+        "decision": "flag",
+        "decided_by": "model" if scored else "pending_model",
+        "escalated": False,
+        "category": "spam" if scored else None,
+        "priority": 0.25,
+        "reasons": ["spam>=0.70"] if scored else ["model:pending"],
+        "rule_hits": '[{"rule_id": "r1", "category": "spam", "severity": "low", "action": "flag"}]',
+        "scores": '{"toxicity": {"none": 0.9, "offensive": 0.05, "hate": 0.05}}'
+        if scored
+        else None,
+        "sentiment_label": "neutral" if scored else None,
+        "intent_label": "spam" if scored else None,
+        "toxicity_label": "none" if scored else None,
+        "model_name": "moderation" if scored else None,
+        "model_version": "1" if scored else None,
+        "batch_id": uuid.UUID(int=7) if scored else None,
+        "created_at": ROW_SENT_AT,
+        "updated_at": datetime(2026, 12, 2, 12, 5, tzinfo=UTC),
+    }
+
+
+def test_record_from_row_has_the_published_fields() -> None:
+    """A model-scored row maps to the verdict record: coordinates, labels, parsed JSON columns,
+    ``created_at`` from the row's last update, and no text."""
+    record = record_from_row(_row(5))
+    assert record["source_offset"] == 5
+    assert record["decided_by"] == "model"
+    assert record["labels"] == {"sentiment": "neutral", "intent": "spam", "toxicity": "none"}
+    assert record["rule_hits"] == [
+        {"rule_id": "r1", "category": "spam", "severity": "low", "action": "flag"}
+    ]
+    assert record["batch_id"] == str(uuid.UUID(int=7))
+    assert record["created_at"] == "2026-12-02T12:05:00Z"
+    assert "text" not in record
+
+
+def test_pending_row_has_no_scores_or_labels() -> None:
+    """A rules-only row publishes null scores and labels."""
+    record = record_from_row(_row(1, scored=False))
+    assert record["scores"] is None
+    assert record["labels"] is None
+
+
+def test_row_record_is_keyed_by_group_and_row_key_names_the_row() -> None:
+    """A row's Kafka record is keyed by its group and its row key is (coordinates, sent_at)."""
+    key, value = row_kafka_record(_row(3))
+    assert key == b"g-1"
+    assert orjson.loads(value) == record_from_row(_row(3))
+    assert row_key(_row(3)) == (SourcePosition("chat.messages", 1, 3), ROW_SENT_AT)
+
+
+def _stored_verdict(scored: bool) -> Verdict:
+    return Verdict(
+        position=SourcePosition("chat.messages", 2, 77),
+        message_id="m-77",
+        group_id="g-2",
+        sender_id="u-9",
+        sent_at=ROW_SENT_AT,
+        text_sha256="cd" * 32,
+        rule_hits=(RuleHit("en.spam.link", "spam", Severity.LOW, RuleAction.FLAG),),
+        scores=SCORES if scored else None,
+        result=PolicyResult(
+            decision=Decision.FLAG,
+            decided_by=DecidedBy.MODEL if scored else DecidedBy.PENDING_MODEL,
+            escalate=True,
+            category="advertisement",
+            priority=0.5,
+            reasons=("rule:en.spam.link", "intent.advertisement=0.700>=0.7"),
+        ),
+        model_name="moderation" if scored else None,
+        model_version="1" if scored else None,
+        batch_id=str(uuid.UUID(int=9)) if scored else None,
+        queue_ms=3.0,
+        inference_ms=20.0 if scored else None,
+    )
+
+
+def _as_read(verdict: Verdict, updated_at: datetime) -> dict[str, Any]:
+    """``verdict``'s row values named by column, as the outbox reads the row back."""
+    row = dict(zip(VERDICT_COLUMNS, verdict_row(verdict), strict=True))
+    row["reasons"] = orjson.loads(row["reasons"])  # a text[] column
+    row["updated_at"] = updated_at
+    return row
+
+
+@pytest.mark.parametrize("scored", [True, False])
+def test_a_relayed_record_equals_the_one_published_first(scored: bool) -> None:
+    """What is stored for a verdict, read back by the relay, is the very record the worker
+    published (``verdict_record``): the two serialisations cannot drift apart."""
+    verdict = _stored_verdict(scored)
+    updated = datetime(2026, 12, 2, 12, 7, tzinfo=UTC)
+    assert record_from_row(_as_read(verdict, updated)) == verdict_record(
+        verdict, created_at=updated
+    )
+    assert row_key(_as_read(verdict, updated)) == verdict_row_key(verdict)
+
+
+def test_verdict_records_and_row_records_agree_byte_for_byte() -> None:
+    """The stream's Kafka record and the relay's are the same bytes under the same key."""
+    verdict = _stored_verdict(True)
+    updated = datetime(2026, 12, 2, 12, 7, tzinfo=UTC)
+    assert verdict_kafka_records([verdict], created_at=updated) == [
+        row_kafka_record(_as_read(verdict, updated))
+    ]
+
+
+def test_row_has_one_value_per_column() -> None:
+    """verdict_row fills every column, the batch id as a UUID and JSON columns as text."""
+    row = dict(zip(VERDICT_COLUMNS, verdict_row(_stored_verdict(True)), strict=True))
+    assert row["batch_id"] == uuid.UUID(int=9)
+    assert orjson.loads(row["rule_hits"]) == [HIT_AS_STORED]
+    assert row["toxicity_label"] == "none"
+    assert "text" not in VERDICT_COLUMNS
+
+
+HIT_AS_STORED = {"rule_id": "en.spam.link", "category": "spam", "severity": "low", "action": "flag"}
+
+
+def test_hits_round_trip_through_their_stored_form() -> None:
+    """``hits_from_json(hit.as_dict())`` gives the hit back."""
+    hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
+    assert hits_from_json([hit.as_dict()]) == (hit,)

@@ -1,0 +1,136 @@
+"""A batch's verdicts, escalations, dead letters, pending texts and offsets: one transaction.
+
+Every insert is idempotent on the record's Kafka coordinates, and the consumer offsets written in
+the same transaction only move forward (``GREATEST``), so replays after a crash or a rebalance
+are absorbed instead of doubled. The source reads those offsets back on assignment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import asyncpg
+
+from pipelines.messages import SourcePosition
+from pipelines.verdict import Verdict
+from worker.offsets import PartitionKey
+from worker.stores.arrays import position_arrays, verdict_arrays
+from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreError, StoreUnavailable
+from worker.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
+from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+
+__all__ = ["DeadLetter", "VerdictBatch", "VerdictBatchStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that got no verdict, as stored in ``dead_letters`` (its bytes go to the DLQ)."""
+
+    position: SourcePosition
+    reason_code: str
+    reason: str
+    value_bytes: int
+
+
+@dataclass(slots=True)
+class VerdictBatch:
+    """Everything one batch stores, written atomically by ``VerdictBatchStore.write``."""
+
+    verdicts: list[Verdict] = field(default_factory=list)
+    escalations: list[Escalation] = field(default_factory=list)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+    offsets: dict[PartitionKey, int] = field(default_factory=dict)
+    """Next offset to read per partition, stored in the same transaction."""
+    pending_texts: list[PendingText] = field(default_factory=list)
+    """Texts of the batch's ``pending_model`` verdicts, so they can be re-scored later."""
+
+
+_INSERT_VERDICTS = """
+INSERT INTO verdicts (
+    source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+    text_sha256, decision, decided_by, escalated, category, priority, reasons, rule_hits, scores,
+    sentiment_label, intent_label, toxicity_label, model_name, model_version, batch_id,
+    queue_ms, inference_ms)
+SELECT t, p, o, s, mid, gid, sid, h, d, db, e, c, pr,
+       ARRAY(SELECT jsonb_array_elements_text(rs::jsonb)), rh::jsonb, sc::jsonb,
+       sl, il, tl, mn, mv, b, q, i
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
+            $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
+            $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[])
+     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i)
+ON CONFLICT DO NOTHING
+"""
+
+_INSERT_DEAD_LETTERS = """
+INSERT INTO dead_letters (source_topic, source_partition, source_offset, reason_code, reason,
+                          value_bytes)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[])
+ON CONFLICT DO NOTHING
+"""
+
+_UPSERT_OFFSETS = """
+INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset)
+SELECT $1, t, p, o FROM unnest($2::text[], $3::int[], $4::bigint[]) AS x(t, p, o)
+ON CONFLICT (consumer_group, topic, partition) DO UPDATE
+SET next_offset = GREATEST(consumer_offsets.next_offset, EXCLUDED.next_offset), updated_at = now()
+"""
+
+_SELECT_OFFSETS = """
+SELECT partition, next_offset FROM consumer_offsets
+WHERE consumer_group = $1 AND topic = $2 AND partition = ANY($3::int[])
+"""
+
+
+class VerdictBatchStore:
+    """Writes verdict batches with the consumer group's offsets, and reads the offsets back."""
+
+    def __init__(self, database: Database, consumer_group: str) -> None:
+        self._database = database
+        self._group = consumer_group
+
+    async def write(self, batch: VerdictBatch) -> None:
+        """Store the whole batch atomically; raise ``StoreUnavailable`` to be retried."""
+        pool = self._database.pool()
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                if batch.verdicts:
+                    await conn.execute(_INSERT_VERDICTS, *verdict_arrays(batch.verdicts))
+                if batch.escalations:
+                    await conn.execute(INSERT_REVIEW_ITEMS, *review_item_arrays(batch.escalations))
+                if batch.dead_letters:
+                    d = batch.dead_letters
+                    await conn.execute(
+                        _INSERT_DEAD_LETTERS,
+                        *position_arrays(x.position for x in d),
+                        [x.reason_code for x in d],
+                        [x.reason for x in d],
+                        [x.value_bytes for x in d],
+                    )
+                if batch.pending_texts:
+                    await conn.execute(
+                        INSERT_PENDING_TEXTS, *pending_text_arrays(batch.pending_texts)
+                    )
+                if batch.offsets:
+                    keys = sorted(batch.offsets)  # fixed lock order between concurrent batches
+                    await conn.execute(
+                        _UPSERT_OFFSETS,
+                        self._group,
+                        [k[0] for k in keys],
+                        [k[1] for k in keys],
+                        [batch.offsets[k] for k in keys],
+                    )
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"write failed: {type(exc).__name__}") from exc
+        except asyncpg.PostgresError as exc:
+            raise StoreError(f"write rejected: {exc.sqlstate}") from exc
+
+    async def stored_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
+        """Next offset to read for each partition that has one stored."""
+        pool = self._database.pool()
+        try:
+            rows = await pool.fetch(_SELECT_OFFSETS, self._group, topic, list(partitions))
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"offset read failed: {type(exc).__name__}") from exc
+        return {int(r["partition"]): int(r["next_offset"]) for r in rows}

@@ -1,0 +1,81 @@
+"""Verdict rows as an outbox: those not yet published, and marking them published.
+
+A ``verdicts`` row carries ``published``: false when stored, true once Kafka acknowledged its
+record. The stream and the re-scorer mark what they published; the outbox relay reads what is
+still unpublished after a while and sends it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pipelines.verdict_codec import VerdictRowKey
+from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
+
+__all__ = ["VerdictOutboxStore"]
+
+_MARK_PUBLISHED = """
+UPDATE verdicts v SET published = true
+FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[]) AS x(t, p, o, s)
+WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
+  AND v.sent_at = x.s AND NOT v.published
+"""
+
+_SELECT_UNPUBLISHED = """
+SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+       decision, decided_by, escalated, category, priority, reasons, rule_hits::text AS rule_hits,
+       scores::text AS scores, sentiment_label, intent_label, toxicity_label, model_name,
+       model_version, batch_id, created_at, updated_at
+FROM verdicts
+WHERE NOT published
+  AND updated_at < now() - make_interval(secs => $1)
+  AND ($2::text IS NULL OR source_topic = $2)
+  AND ($3::int[] IS NULL OR source_partition = ANY($3))
+ORDER BY created_at
+LIMIT $4
+"""
+
+
+class VerdictOutboxStore:
+    """The unpublished side of ``verdicts``."""
+
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None:
+        """Mark the rows of ``keys`` published (rows already marked are left alone)."""
+        if not keys:
+            return
+        pool = self._database.pool()
+        try:
+            await pool.execute(
+                _MARK_PUBLISHED,
+                [k[0].topic for k in keys],
+                [k[0].partition for k in keys],
+                [k[0].offset for k in keys],
+                [k[1] for k in keys],
+            )
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"mark published failed: {type(exc).__name__}") from exc
+
+    async def unpublished(
+        self,
+        min_age_s: float,
+        limit: int,
+        topic: str | None = None,
+        partitions: Sequence[int] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Verdict rows not marked published for at least ``min_age_s``, oldest first."""
+        pool = self._database.pool()
+        try:
+            rows = await pool.fetch(
+                _SELECT_UNPUBLISHED,
+                float(min_age_s),
+                topic,
+                list(partitions) if partitions is not None else None,
+                limit,
+            )
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"unpublished read failed: {type(exc).__name__}") from exc
+        return [dict(r) for r in rows]
