@@ -106,3 +106,30 @@ def test_service_dsns_without_tls(tmp_path: Path) -> None:
         "review": "postgresql://modstream_review_login@127.0.0.1:25432/modstream",
         "analyst": "postgresql://modstream_analyst_login@127.0.0.1:25432/modstream",
     }
+
+
+def _fake_cluster(tmp_path: Path, tls: bool) -> PostgresServer:
+    server = PostgresServer(
+        StackSettings(state_dir=tmp_path, postgres_port=25432, postgres_tls=tls)
+    )
+    server.data_dir.mkdir(parents=True)
+    (server.data_dir / "postgresql.conf").write_text("port = 25432\n", encoding="utf-8")
+    return server
+
+
+def test_configure_tls_switches_files_and_marks_the_server_outdated(tmp_path: Path) -> None:
+    """Toggling TLS rewrites certs, ssl and hba (one include line) and marks the other outdated."""
+    plain = _fake_cluster(tmp_path, tls=False)
+    plain._configure_tls()
+    assert not plain.is_outdated(1)
+    tls = PostgresServer(plain.settings.model_copy(update={"postgres_tls": True}))
+    assert tls.is_outdated(1)
+    tls._configure_tls()
+    tls._configure_tls()
+    conf = (tls.data_dir / "postgresql.conf").read_text(encoding="utf-8")
+    assert conf.splitlines().count("include_if_exists = 'modstream_tls.conf'") == 1
+    assert "ssl = on" in (tls.data_dir / "modstream_tls.conf").read_text(encoding="utf-8")
+    assert "hostnossl" in (tls.data_dir / "pg_hba.conf").read_text(encoding="utf-8")
+    assert (tls.tls_dir / "server.key").is_file()
+    assert not tls.is_outdated(1)
+    assert plain.is_outdated(1)
