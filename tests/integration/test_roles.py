@@ -313,3 +313,38 @@ async def test_owner_member_applies_later_migrations_and_retention(
         await conn.close()
     assert report is not None
     assert await _denied(logins.by_group["worker"], "SELECT * FROM roles_probe")
+
+
+async def test_fresh_database_migrates_as_a_deployment_login() -> None:
+    """A non-superuser CREATEROLE login owning the database applies every migration."""
+    base = ServiceSettings()
+    admin_dsn = base.postgres.dsn.get_secret_value()
+    suffix = secrets.token_hex(4)
+    login, database = f"mstest_{suffix}_migrator", f"modstream_test_roles_{suffix}"
+    admin = await asyncpg.connect(admin_dsn)
+    try:
+        await admin.execute(f'CREATE ROLE "{login}" LOGIN CREATEROLE')
+        await admin.execute(f'CREATE DATABASE "{database}" OWNER "{login}"')
+    finally:
+        await admin.close()
+    dsn = _dsn_as(admin_dsn, login).rpartition("/")[0] + f"/{database}"
+    try:
+        settings = base.model_copy(update={"postgres": PostgresSettings(dsn=SecretStr(dsn))})
+        applied = await migrate(settings)
+        conn = await asyncpg.connect(dsn)
+        try:
+            owners = await conn.fetch(
+                "SELECT DISTINCT pg_get_userbyid(relowner) AS owner FROM pg_class "
+                "WHERE relnamespace = 'public'::regnamespace AND relkind IN ('r', 'p', 'v')"
+            )
+        finally:
+            await conn.close()
+    finally:
+        admin = await asyncpg.connect(admin_dsn)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+            await admin.execute(f'DROP ROLE IF EXISTS "{login}"')
+        finally:
+            await admin.close()
+    assert 20 in applied
+    assert [r["owner"] for r in owners] == ["modstream_owner"]
