@@ -76,6 +76,8 @@ def _up(stack: Any, only: list[str] | None) -> int:
         print(f"triton   http={extra['triton'].http_url} grpc={extra['triton'].endpoint}")
     if "postgres" in extra and (only is None or "postgres" in only):
         print(f"postgres dsn={extra['postgres'].dsn}")
+        for service, dsn in extra["postgres"].service_dsns().items():
+            print(f"postgres {service} dsn={dsn}")
     if report.topics_created:
         print(f"topics created: {', '.join(report.topics_created)}")
     print(f"stack up in {elapsed_s:.1f} s")

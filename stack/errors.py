@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "CertificateError",
     "NoModelsError",
     "PortInUseError",
     "ServiceStartError",
@@ -29,3 +30,7 @@ class ServiceStartError(StackError):
 
 class NoModelsError(StackError):
     """The model repository handed to Triton holds no model (no ``*/config.pbtxt``)."""
+
+
+class CertificateError(StackError):
+    """The local stack could not make its throw-away TLS certificates (openssl failed)."""

@@ -5,7 +5,13 @@ user ``postgres`` (PostgreSQL refuses root) through ``setpriv``. The cluster lis
 127.0.0.1 only, at ``postgres_port``, with its unix socket inside the state folder and trust
 authentication on loopback and the socket only. Once up it has a role ``modstream`` (a
 SUPERUSER: acceptable for a local throw-away cluster, never for production) owning a database
-``modstream``.
+``modstream``, the NOLOGIN group roles of ``migrations/0020_roles.sql`` and one login per
+service in them (``modstream_worker_login`` ...), so each service can connect as its own role.
+
+With ``postgres_tls`` the server gets a certificate from a throw-away CA (``stack.certificates``)
+and TCP connections without TLS are refused (``hostssl`` only in ``pg_hba.conf``); the TLS
+settings live in ``<data>/modstream_tls.conf``, included from ``postgresql.conf``, so turning
+the option on or off restarts the server with the other file.
 """
 
 from __future__ import annotations
@@ -17,7 +23,9 @@ import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
+from stack.certificates import ServerCertificate, ensure_server_certificate
 from stack.errors import ServiceStartError, ToolMissingError
 from stack.service import LocalService
 from stack.settings import StackSettings
@@ -25,10 +33,12 @@ from stack.settings import StackSettings
 __all__ = [
     "APP_DATABASE",
     "APP_ROLE",
+    "SERVICE_LOGINS",
     "PostgresServer",
     "find_postgres_bin",
     "render_pg_hba",
     "render_postgresql_conf",
+    "render_tls_conf",
 ]
 
 APP_ROLE = "modstream"
@@ -41,6 +51,34 @@ _ROLE_EXISTS = "SELECT 1 FROM pg_roles WHERE rolname = 'modstream'"
 _CREATE_ROLE = "CREATE ROLE modstream LOGIN SUPERUSER"
 _DATABASE_EXISTS = "SELECT 1 FROM pg_database WHERE datname = 'modstream'"
 _CREATE_DATABASE = "CREATE DATABASE modstream OWNER modstream"
+SERVICE_LOGINS: dict[str, str] = {
+    "worker": "modstream_worker_login",
+    "review": "modstream_review_login",
+    "analyst": "modstream_analyst_login",
+}
+"""The stack's login per service, each a member of ``modstream_<service>`` (trust auth: no
+password locally; a deployment creates its own logins with passwords or certificates)."""
+# The group roles as migration 0020 creates them (whichever runs first), then the logins.
+_CREATE_SERVICE_ROLES = """
+DO $$
+DECLARE
+    g text;
+BEGIN
+    FOREACH g IN ARRAY ARRAY['owner', 'worker', 'review', 'analyst'] LOOP
+        IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'modstream_' || g) THEN
+            EXECUTE format('CREATE ROLE %I NOLOGIN', 'modstream_' || g);
+        END IF;
+        IF g <> 'owner' AND NOT EXISTS (
+                SELECT FROM pg_roles WHERE rolname = 'modstream_' || g || '_login') THEN
+            EXECUTE format('CREATE ROLE %I LOGIN IN ROLE %I', 'modstream_' || g || '_login',
+                           'modstream_' || g);
+        END IF;
+    END LOOP;
+END;
+$$"""
+_TLS_CONF = "modstream_tls.conf"
+_TLS_INCLUDE = f"include_if_exists = '{_TLS_CONF}'"
+_TLS_HOSTS = ("localhost", "127.0.0.1")
 
 
 def find_postgres_bin(root: Path = _DEBIAN_ROOT) -> Path:
@@ -70,14 +108,42 @@ def render_postgresql_conf(port: int, socket_dir: Path) -> str:
     )
 
 
-def render_pg_hba() -> str:
-    """Trust on the unix socket and loopback addresses, nothing else."""
+def render_pg_hba(tls: bool = False) -> str:
+    """Trust on the unix socket and loopback addresses, nothing else; with ``tls`` a loopback
+    TCP connection must use TLS, and any connection without it is rejected."""
+    if not tls:
+        return "\n".join(
+            [
+                "# modstream local stack: trust on loopback and the socket only.",
+                "local   all   all                 trust",
+                "host    all   all   127.0.0.1/32  trust",
+                "host    all   all   ::1/128       trust",
+                "",
+            ]
+        )
     return "\n".join(
         [
-            "# modstream local stack: trust on loopback and the socket only.",
-            "local   all   all                 trust",
-            "host    all   all   127.0.0.1/32  trust",
-            "host    all   all   ::1/128       trust",
+            "# modstream local stack: trust on the socket, TLS required on loopback TCP.",
+            "local      all   all                 trust",
+            "hostssl    all   all   127.0.0.1/32  trust",
+            "hostssl    all   all   ::1/128       trust",
+            "hostnossl  all   all   all           reject",
+            "",
+        ]
+    )
+
+
+def render_tls_conf(certificate: ServerCertificate | None) -> str:
+    """The included TLS settings: the server's certificate and key, or TLS off."""
+    if certificate is None:
+        return "# modstream local stack: TLS off (StackSettings.postgres_tls)\nssl = off\n"
+    return "\n".join(
+        [
+            "# modstream local stack: TLS on (StackSettings.postgres_tls)",
+            "ssl = on",
+            f"ssl_cert_file = '{certificate.cert}'",
+            f"ssl_key_file = '{certificate.key}'",
+            "ssl_min_protocol_version = 'TLSv1.2'",
             "",
         ]
     )
@@ -94,15 +160,32 @@ class PostgresServer(LocalService):
         super().__init__(settings)
         self.data_dir = self.directory / "data"
         self.socket_dir = self.directory / "run"
+        self.tls_dir = self.directory / "tls"
 
     @property
     def endpoint(self) -> str:
         return f"127.0.0.1:{self.settings.postgres_port}"
 
     @property
+    def ca_cert(self) -> Path | None:
+        """The certificate clients trust (``sslrootcert``) when TLS is on."""
+        return self.tls_dir / "ca.crt" if self.settings.postgres_tls else None
+
+    def login_dsn(self, role: str, database: str = APP_DATABASE) -> str:
+        """The connection string of ``role`` (verifying the server's certificate with TLS)."""
+        dsn = f"postgresql://{role}@127.0.0.1:{self.settings.postgres_port}/{database}"
+        if self.ca_cert is None:
+            return dsn
+        return f"{dsn}?sslmode=verify-full&sslrootcert={quote(str(self.ca_cert), safe='/')}"
+
+    @property
     def dsn(self) -> str:
-        """The application's connection string."""
-        return f"postgresql://{APP_ROLE}@127.0.0.1:{self.settings.postgres_port}/{APP_DATABASE}"
+        """The superuser's connection string (migrations, tests, the demo)."""
+        return self.login_dsn(APP_ROLE)
+
+    def service_dsns(self) -> dict[str, str]:
+        """Each service's own connection string (``MODSTREAM_POSTGRES__DSN`` of that service)."""
+        return {service: self.login_dsn(login) for service, login in SERVICE_LOGINS.items()}
 
     @property
     def log_path(self) -> Path:
@@ -166,10 +249,32 @@ class PostgresServer(LocalService):
                 raise ServiceStartError(f"initdb failed:\n{tail}")
             with (self.data_dir / "postgresql.conf").open("a", encoding="utf-8") as conf:
                 conf.write(render_postgresql_conf(self.settings.postgres_port, self.socket_dir))
-            (self.data_dir / "pg_hba.conf").write_text(render_pg_hba(), encoding="utf-8")
         else:
             self._set_port()
+        self._configure_tls()
         self._chown(self.directory)
+
+    def _tls_conf(self) -> str:
+        """What ``modstream_tls.conf`` should hold (makes the certificates when TLS is on)."""
+        if not self.settings.postgres_tls:
+            return render_tls_conf(None)
+        return render_tls_conf(ensure_server_certificate(self.tls_dir, _TLS_HOSTS))
+
+    def _configure_tls(self) -> None:
+        """Write the TLS include and ``pg_hba.conf`` for the current ``postgres_tls``."""
+        (self.data_dir / _TLS_CONF).write_text(self._tls_conf(), encoding="utf-8")
+        conf_path = self.data_dir / "postgresql.conf"
+        text = conf_path.read_text(encoding="utf-8")
+        if _TLS_INCLUDE not in text.splitlines():
+            conf_path.write_text(f"{text.rstrip()}\n{_TLS_INCLUDE}\n", encoding="utf-8")
+        hba = render_pg_hba(self.settings.postgres_tls)
+        (self.data_dir / "pg_hba.conf").write_text(hba, encoding="utf-8")
+
+    def is_outdated(self, pid: int) -> bool:
+        """Running with TLS while ``postgres_tls`` is off, or the reverse."""
+        current = self.data_dir / _TLS_CONF
+        running_tls = current.is_file() and "ssl = on" in current.read_text(encoding="utf-8")
+        return running_tls != self.settings.postgres_tls
 
     def _set_port(self) -> None:
         """Rewrite the port line so a changed ``postgres_port`` takes effect on restart."""
@@ -208,8 +313,10 @@ class PostgresServer(LocalService):
         return result.stdout.strip()
 
     def after_healthy(self) -> None:
-        """Create the ``modstream`` role and database unless they exist."""
+        """Create the ``modstream`` role and database, the group roles and the service logins
+        unless they exist."""
         if self._psql("postgres", _ROLE_EXISTS) != "1":
             self._psql("postgres", _CREATE_ROLE)
         if self._psql("postgres", _DATABASE_EXISTS) != "1":
             self._psql("postgres", _CREATE_DATABASE)
+        self._psql("postgres", _CREATE_SERVICE_ROLES)

@@ -23,6 +23,9 @@ class StackSettings(Section):
     kafka_controller_port: int = 19093
     kafka_heap_mb: int = 512
     postgres_port: int = 15432
+    postgres_tls: bool = False
+    """Serve PostgreSQL over TLS only (a throw-away CA under ``<state_dir>/postgres/tls``);
+    the printed DSNs then carry ``sslmode=verify-full&sslrootcert=...``."""
     triton_http_port: int = 18000
     triton_grpc_port: int = 18001
     triton_metrics_port: int = 18002

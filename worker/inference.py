@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -27,6 +27,7 @@ __all__ = [
     "InferenceResult",
     "InferenceUnavailable",
     "TritonModerationClient",
+    "client_options",
 ]
 
 _RETRIABLE_STATUSES = frozenset({"StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED"})
@@ -67,11 +68,49 @@ def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
     return [tuple(row) for row in matrix.tolist()]
 
 
-class TritonModerationClient:
-    """Scores texts with the ``moderation`` model (see ``pipelines.scores``)."""
+def client_options(settings: TritonSettings) -> dict[str, Any]:
+    """Keyword arguments for tritonclient's ``InferenceServerClient``: the URL, channel limits
+    and, with ``ssl``, the PEM file paths (tritonclient reads the files itself)."""
+    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE  # heavy, kept off the CLI path
 
-    def __init__(self, settings: TritonSettings, breaker: CircuitBreaker | None = None) -> None:
+    options: dict[str, Any] = {
+        "url": settings.grpc_url,
+        "channel_args": [
+            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+            ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+            ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+            ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
+        ],
+    }
+    if settings.ssl:
+        options["ssl"] = True
+        for name in ("root_certificates", "private_key", "certificate_chain"):
+            path = getattr(settings, name)
+            options[name] = None if path is None else str(path)
+    return options
+
+
+def _grpc_client(**options: Any) -> Any:
+    from tritonclient.grpc import aio as grpc_aio  # heavy, kept off the CLI path
+
+    return grpc_aio.InferenceServerClient(**options)
+
+
+class TritonModerationClient:
+    """Scores texts with the ``moderation`` model (see ``pipelines.scores``).
+
+    ``client_factory`` builds the gRPC client from :func:`client_options` (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        settings: TritonSettings,
+        breaker: CircuitBreaker | None = None,
+        client_factory: Callable[..., Any] = _grpc_client,
+    ) -> None:
         self._settings = settings
+        self._client_factory = client_factory
         self._breaker = breaker or CircuitBreaker(
             settings.breaker_failure_threshold, settings.breaker_reset_s
         )
@@ -85,19 +124,7 @@ class TritonModerationClient:
     async def start(self, *, wait_ready: bool = True) -> None:
         """Open the channel and (by default) wait until the server and the model are ready."""
         if self._client is None:
-            from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE  # heavy, kept off the CLI path
-            from tritonclient.grpc import aio as grpc_aio
-
-            self._client = grpc_aio.InferenceServerClient(
-                url=self._settings.grpc_url,
-                channel_args=[
-                    ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
-                    ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
-                    ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-                    ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-                    ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
-                ],
-            )
+            self._client = self._client_factory(**client_options(self._settings))
         if wait_ready:
             await self.wait_ready(self._settings.ready_timeout_s)
 

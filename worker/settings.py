@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from common.settings import KafkaSettings, PostgresSettings, Section, ServiceSettings
 from pipelines.policy import PolicyThresholds
@@ -41,6 +41,31 @@ class TritonSettings(Section):
     """How long start-up waits for the server and the model to report ready."""
     breaker_failure_threshold: int = 5
     breaker_reset_s: float = 10.0
+    ssl: bool = False
+    """Speak TLS to Triton (``--grpc-use-ssl``); the files below are PEM paths."""
+    root_certificates: Path | None = None
+    """CA bundle that signed the server's certificate; ``None`` uses the system's roots."""
+    private_key: Path | None = None
+    """Client key for mutual TLS (with ``certificate_chain``)."""
+    certificate_chain: Path | None = None
+    """Client certificate chain for mutual TLS (with ``private_key``)."""
+
+    @model_validator(mode="after")
+    def _check_tls_files(self) -> TritonSettings:
+        files = {
+            "root_certificates": self.root_certificates,
+            "private_key": self.private_key,
+            "certificate_chain": self.certificate_chain,
+        }
+        given = {name: path for name, path in files.items() if path is not None}
+        if given and not self.ssl:
+            raise ValueError(f"{', '.join(given)} set but ssl is false: set triton.ssl=true")
+        if (self.private_key is None) != (self.certificate_chain is None):
+            raise ValueError("private_key and certificate_chain go together (mutual TLS)")
+        for name, path in given.items():
+            if not path.is_file():
+                raise ValueError(f"triton.{name}: no such file: {path}")
+        return self
 
 
 class BatchSettings(Section):
