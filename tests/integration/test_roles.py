@@ -37,8 +37,14 @@ from review.decisions import OutboxRelay
 from review.queue import ReviewQueue
 from review.schemas import Action, QueueFilter, Role
 from review.settings import ReviewSettings
-from tests.support import MemorySink, temporary_database
-from worker.sink import DeadLetter, Escalation, PendingText, PostgresSink, SinkBatch
+from tests.support import MemoryPublisher, temporary_database
+from worker.stores.database import Database
+from worker.stores.partitions import ensure_verdict_partitions
+from worker.stores.pending_texts import PendingText, PendingTextStore
+from worker.stores.review_items import Escalation
+from worker.stores.strikes import StrikeStore
+from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
+from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 
@@ -121,15 +127,18 @@ async def _denied(dsn: str, sql: str, *args: Any) -> bool:
 
 
 async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
-    """As modstream_worker, every PostgresSink call the daemon and rescore make succeeds."""
+    """As modstream_worker, every store call the daemon and rescore make succeeds."""
     settings = PostgresSettings(dsn=SecretStr(logins.by_group["worker"]))
     now = datetime.now(UTC)
     pending = _verdict(1, now, DecidedBy.PENDING_MODEL)
     decided = _verdict(2, now, DecidedBy.MODEL)
-    async with PostgresSink(settings, "roles-group") as sink:
-        await sink.ensure_partitions()
-        await sink.write(
-            SinkBatch(
+    async with Database(settings) as database:
+        batches = VerdictBatchStore(database, "roles-group")
+        outbox = VerdictOutboxStore(database)
+        pending_store = PendingTextStore(database)
+        await ensure_verdict_partitions(database)
+        await batches.write(
+            VerdictBatch(
                 verdicts=[pending, decided],
                 escalations=[Escalation(decided, "text for a moderator")],
                 dead_letters=[DeadLetter(SourcePosition("roles.chat", 0, 3), "bad", "bad", 9)],
@@ -137,19 +146,19 @@ async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
                 pending_texts=[PendingText(pending.position, pending.sent_at, "pending text")],
             )
         )
-        assert await sink.stored_offsets("roles.chat", [0]) == {0: 4}
-        await sink.mark_published([(decided.position, decided.sent_at)])
-        rows = await sink.pending_model_rows(10)
-        assert [r.position for r in rows] == [pending.position]
+        assert await batches.stored_offsets("roles.chat", [0]) == {0: 4}
+        await outbox.mark_published([(decided.position, decided.sent_at)])
+        rows = await pending_store.pending_model_rows(10)
+        assert [r.facts.position for r in rows] == [pending.position]
         rescored = _verdict(1, now, DecidedBy.MODEL)
-        updated = await sink.apply_rescore(
+        updated = await pending_store.apply_rescore(
             [rescored], [Escalation(rescored, "pending text")], [pending.position]
         )
         assert updated == {pending.position}
-        assert await sink.drop_orphan_texts() == 0
-        unpublished = await sink.unpublished(0.0, 10)
+        assert await pending_store.drop_orphan_texts() == 0
+        unpublished = await outbox.unpublished(0.0, 10)
         assert [r["source_offset"] for r in unpublished] == [1]
-        assert await sink.sender_strikes(["u-roles"]) == {"u-roles": 0}
+        assert await StrikeStore(database).sender_strikes(["u-roles"]) == {"u-roles": 0}
     admin = await asyncpg.connect(logins.admin)
     try:
         assert await admin.fetchval("SELECT count(*) FROM review_items") == 2
@@ -163,9 +172,11 @@ async def test_worker_writes_into_a_partition_the_worker_created(logins: Logins)
     settings = PostgresSettings(dsn=SecretStr(logins.by_group["worker"]))
     # ensure_partitions(6) covers last month .. seven months ahead; 0001 made only four.
     sent_at = (datetime.now(UTC).replace(day=1) + timedelta(days=6 * 31)).replace(day=15)
-    async with PostgresSink(settings, "roles-group") as sink:
-        await sink.ensure_partitions(months_ahead=6)
-        await sink.write(SinkBatch(verdicts=[_verdict(100, sent_at, DecidedBy.MODEL)]))
+    async with Database(settings) as database:
+        await ensure_verdict_partitions(database, months_ahead=6)
+        await VerdictBatchStore(database, "roles-group").write(
+            VerdictBatch(verdicts=[_verdict(100, sent_at, DecidedBy.MODEL)])
+        )
     admin = await asyncpg.connect(logins.admin)
     try:
         where = await admin.fetchval(
@@ -259,8 +270,10 @@ async def test_review_role_runs_a_moderation_flow(logins: Logins) -> None:
     """As modstream_review: add a user, sign in, list, claim, read context, decide, publish."""
     worker = PostgresSettings(dsn=SecretStr(logins.by_group["worker"]))
     item = _verdict(200, datetime.now(UTC), DecidedBy.MODEL)
-    async with PostgresSink(worker, "roles-group") as sink:
-        await sink.write(SinkBatch(verdicts=[item], escalations=[Escalation(item, "look at me")]))
+    async with Database(worker) as database:
+        await VerdictBatchStore(database, "roles-group").write(
+            VerdictBatch(verdicts=[item], escalations=[Escalation(item, "look at me")])
+        )
     pool = await asyncpg.create_pool(logins.by_group["review"], min_size=1, max_size=2)
     try:
         async with pool.acquire() as conn:
@@ -279,15 +292,15 @@ async def test_review_role_runs_a_moderation_flow(logins: Logins) -> None:
         assert context is not None
         result = await queue.decide(user, claim.item_id, Action.WARN, "rude")
         assert result.decision_id is not None
-        assert await OutboxRelay(pool, MemorySink()).flush() == 1
+        assert await OutboxRelay(pool, MemoryPublisher(), "moderation.decisions").flush() == 1
         assert await queue.is_published(result.decision_id)
         assert await queue.events(user, item_id=claim.item_id)
         async with pool.acquire() as conn:
             assert await disable_user(conn, "roles_mod")
     finally:
         await pool.close()
-    async with PostgresSink(worker, "roles-group") as sink:
-        assert (await sink.sender_strikes(["u-roles"]))["u-roles"] == 1
+    async with Database(worker) as database:
+        assert (await StrikeStore(database).sender_strikes(["u-roles"]))["u-roles"] == 1
 
 
 async def test_owner_member_applies_later_migrations_and_retention(
