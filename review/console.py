@@ -173,7 +173,13 @@ def register_console(app: FastAPI) -> None:
         async with request.app.state.review.pool.acquire() as conn:
             await end_session(conn, request.cookies.get(COOKIE_NAME, ""))
         response = _redirect("/console/login")
-        response.delete_cookie(COOKIE_NAME, path="/")
+        response.delete_cookie(
+            COOKIE_NAME,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.app.state.review.settings.review.secure_cookies,
+        )
         return response
 
     @app.get("/console/queue", include_in_schema=False)

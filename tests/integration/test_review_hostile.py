@@ -432,6 +432,16 @@ async def test_cookie_is_secure_when_not_bound_to_loopback(
         signed_in = await public.post("/console/login", data={"token": token})
         assert signed_in.status_code == 303
         assert "secure" in signed_in.headers["set-cookie"].lower()
+        # httpx keeps Secure cookies for https only: hand the session over by header.
+        session = signed_in.headers["set-cookie"].split(";")[0]
+        page = await public.get("/console/queue", headers={"Cookie": session})
+        match = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert match is not None
+        out = await public.post(
+            "/console/logout", data={"csrf": match.group(1)}, headers={"Cookie": session}
+        )
+        assert out.headers["location"] == "/console/login"
+        assert "secure" in out.headers["set-cookie"].lower()
     async with serve(host="127.0.0.1") as local:
         signed_in = await local.post("/console/login", data={"token": token})
         assert "secure" not in signed_in.headers["set-cookie"].lower()
