@@ -2,6 +2,8 @@
 
 Every API route needs ``Authorization: Bearer <token>``; the OpenAPI document itself is served
 only to signed-in callers at ``/api/openapi.json``. Errors are JSON ``{"error", "detail"}``.
+Items are named by their opaque public id. Every route refuses bodies over
+``review.max_body_bytes`` (413); token checks that fail are limited per client address (429).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from pydantic import BaseModel
 from common.logs import get_logger
 from common.publishing import RecordPublisher
 from review.auth import authenticate_token
+from review.bodylimit import BodyLimitMiddleware, BodyTooLargeError, handle_body_too_large
 from review.decisions import KafkaDecisionPublisher, OutboxRelay
 from review.errors import PublishFailedError, ReviewError
 from review.queue import ReviewQueue
+from review.ratelimit import SignInLimiter, client_address
 from review.schemas import (
     AuditEvent,
     ClaimResult,
@@ -52,6 +56,8 @@ class ReviewServices:
     queue: ReviewQueue
     relay: OutboxRelay
     settings: ReviewServiceSettings
+    sign_in: SignInLimiter
+    """Console sign-ins and failed API token checks, per client address."""
 
     async def publish_pending(self, decision: DecisionResult) -> DecisionResult:
         """Flush the outbox now; report whether this decision made it to Kafka."""
@@ -75,13 +81,19 @@ Services = Annotated[ReviewServices, Depends(services)]
 
 
 async def current_user(
+    request: Request,
     svc: Services,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> User:
     user = None
     if credentials is not None and credentials.scheme.lower() == "bearer":
+        address = client_address(request)
+        # An address out of attempts is refused before its token is even looked at.
+        svc.sign_in.check(address)
         async with svc.pool.acquire() as conn:
             user = await authenticate_token(conn, credentials.credentials)
+        if user is None:
+            svc.sign_in.count(address)
     if user is None:
         raise HTTPException(
             status_code=401,
@@ -171,35 +183,40 @@ def _register_api(app: FastAPI) -> None:
         return await svc.queue.my_claims(user)
 
     @app.get("/api/items/{item_id}", response_model=ItemContext, tags=["items"])
-    async def item_context(item_id: int, user: CurrentUser, svc: Services) -> ItemContext:
-        """The message, its verdict (scores, rule hits, model version), group and sender context."""
+    async def item_context(item_id: str, user: CurrentUser, svc: Services) -> ItemContext:
+        """The item, its verdict (scores, rule hits, model version), group and sender context.
+
+        Message text only for the holder of the item's claim (or an admin); each view is audited.
+        """
         return await svc.queue.context(user, item_id)
 
     @app.post("/api/items/{item_id}/claim", response_model=ClaimResult, tags=["items"])
-    async def claim(item_id: int, user: CurrentUser, svc: Services) -> ClaimResult:
+    async def claim(item_id: str, user: CurrentUser, svc: Services) -> ClaimResult:
         """Claim one item exclusively until the claim expires (renews a claim you hold)."""
         return await svc.queue.claim(user, item_id)
 
     @app.post("/api/items/{item_id}/release", status_code=204, tags=["items"])
-    async def release(item_id: int, user: CurrentUser, svc: Services) -> Response:
+    async def release(item_id: str, user: CurrentUser, svc: Services) -> Response:
         """Return a claimed item to the queue."""
         await svc.queue.release(user, item_id)
         return Response(status_code=204)
 
     @app.post("/api/items/{item_id}/decide", response_model=DecisionResult, tags=["items"])
     async def decide(
-        item_id: int, body: DecideRequest, user: CurrentUser, svc: Services
+        item_id: str, body: DecideRequest, user: CurrentUser, svc: Services
     ) -> DecisionResult:
         """Decide a claimed item; audited, strikes updated, published to moderation.decisions."""
         result = await svc.queue.decide(user, item_id, body.action, body.reason)
-        _log.info("review_decided", item_id=item_id, action=body.action.value, actor=user.name)
+        _log.info(
+            "review_decided", item_id=result.item_id, action=body.action.value, actor=user.name
+        )
         return await svc.publish_pending(result)
 
     @app.get("/api/events", response_model=list[AuditEvent], tags=["audit"])
     async def events(
         user: CurrentUser,
         svc: Services,
-        item_id: int | None = None,
+        item_id: str | None = None,
         actor: str | None = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> list[AuditEvent]:
@@ -232,8 +249,14 @@ async def _review_error(request: Request, exc: Exception) -> Response:
     if request.url.path.startswith("/console"):
         from review.console import render_error
 
-        return render_error(request, exc)
-    return JSONResponse({"error": exc.code, "detail": str(exc)}, status_code=exc.status_code)
+        response = render_error(request, exc)
+    else:
+        response = JSONResponse(
+            {"error": exc.code, "detail": str(exc)}, status_code=exc.status_code
+        )
+    if exc.retry_after_s is not None:
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+    return response
 
 
 def create_app(
@@ -265,6 +288,7 @@ def create_app(
             queue=ReviewQueue(the_pool, settings.review),
             relay=relay,
             settings=settings,
+            sign_in=SignInLimiter(settings.review.sign_in_attempts_per_minute),
         )
         retry = asyncio.create_task(relay.run(settings.review.publish_retry_s))
         try:
@@ -288,6 +312,8 @@ def create_app(
         redoc_url=None,
     )
     app.add_exception_handler(ReviewError, _review_error)
+    app.add_exception_handler(BodyTooLargeError, handle_body_too_large)
+    app.add_middleware(BodyLimitMiddleware, max_body_bytes=settings.review.max_body_bytes)
     _register_api(app)
     from review.console import register_console
 

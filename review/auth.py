@@ -49,18 +49,33 @@ def digest(secret: str) -> str:
 
 
 def _user(row: asyncpg.Record) -> User:
-    return User(id=row["id"], name=row["name"], role=Role(row["role"]))
+    categories = row["categories"]
+    return User(
+        id=row["id"],
+        name=row["name"],
+        role=Role(row["role"]),
+        categories=None if categories is None else tuple(categories),
+    )
 
 
-async def create_user(conn: Conn, name: str, role: Role) -> str:
-    """Create a user and return its token; the token is not stored and cannot be shown again."""
+async def create_user(
+    conn: Conn, name: str, role: Role, categories: list[str] | None = None
+) -> str:
+    """Create a user and return its token; the token is not stored and cannot be shown again.
+
+    ``categories`` are the user's queues within their role's (``None``: every category).
+    """
+    if categories is not None and not categories:
+        raise ValueError("categories must name at least one category, or be None for all")
     token = new_token()
     try:
         await conn.execute(
-            "INSERT INTO review_users (name, role, token_sha256) VALUES ($1, $2, $3)",
+            "INSERT INTO review_users (name, role, token_sha256, categories) "
+            "VALUES ($1, $2, $3, $4::text[])",
             name,
             role.value,
             digest(token),
+            categories,
         )
     except asyncpg.UniqueViolationError as exc:
         raise UserExistsError(f"user {name!r} already exists") from exc
@@ -86,7 +101,7 @@ async def authenticate_token(conn: Conn, token: str) -> User | None:
         return None
     wanted = digest(token)
     row = await conn.fetchrow(
-        "SELECT id, name, role, token_sha256 FROM review_users "
+        "SELECT id, name, role, categories, token_sha256 FROM review_users "
         "WHERE token_sha256 = $1 AND disabled_at IS NULL",
         wanted,
     )
@@ -129,7 +144,7 @@ async def authenticate_session(conn: Conn, session_id: str) -> ConsoleSession | 
         return None
     wanted = digest(session_id)
     row = await conn.fetchrow(
-        "SELECT u.id, u.name, u.role, s.id_sha256, s.csrf_token "
+        "SELECT u.id, u.name, u.role, u.categories, s.id_sha256, s.csrf_token "
         "FROM review_sessions s JOIN review_users u ON u.id = s.user_id "
         "WHERE s.id_sha256 = $1 AND s.expires_at > now() AND u.disabled_at IS NULL",
         wanted,

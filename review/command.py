@@ -1,4 +1,4 @@
-"""``modstream review serve``, ``review add-user NAME --role R``, ``review disable-user NAME``."""
+"""The `modstream review` commands: serve, add-user (role, --queues), disable-user."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from common.logs import configure_logging
 from review.settings import ReviewServiceSettings
 
-__all__ = ["register"]
+__all__ = ["parse_queues", "register"]
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -18,10 +18,14 @@ def _serve(args: argparse.Namespace) -> int:
 
     from review.api import create_app
 
+    if args.host:
+        # The bound host decides `cookie_secure = auto`, so the override must reach the settings.
+        review = settings.review.model_copy(update={"host": args.host})
+        settings = settings.model_copy(update={"review": review})
     configure_logging(settings.log_level)
     uvicorn.run(
         create_app(settings),
-        host=args.host or settings.review.host,
+        host=settings.review.host,
         port=args.port or settings.review.port,
         log_level="warning",
         log_config=None,  # uvicorn's loggers go through common.logs (JSON), not its own handlers
@@ -31,7 +35,19 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _add_user(settings: ReviewServiceSettings, name: str, role: str) -> str:
+def parse_queues(raw: str | None) -> list[str] | None:
+    """``--queues hate,spam`` as a category list; ``None`` (not given, or ``all``) means all."""
+    if raw is None or raw.strip().lower() == "all":
+        return None
+    categories = sorted({part.strip() for part in raw.split(",") if part.strip()})
+    if not categories:
+        raise argparse.ArgumentTypeError("--queues needs at least one category (or 'all')")
+    return categories
+
+
+async def _add_user(
+    settings: ReviewServiceSettings, name: str, role: str, categories: list[str] | None
+) -> str:
     import asyncpg
 
     from review.auth import create_user
@@ -39,7 +55,7 @@ async def _add_user(settings: ReviewServiceSettings, name: str, role: str) -> st
 
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
-        return await create_user(conn, name, Role(role))
+        return await create_user(conn, name, Role(role), categories)
     finally:
         await conn.close()
 
@@ -49,11 +65,12 @@ def _run_add_user(args: argparse.Namespace) -> int:
     from review.errors import UserExistsError
 
     try:
-        token = asyncio.run(_add_user(settings, args.name, args.role))
+        token = asyncio.run(_add_user(settings, args.name, args.role, args.queues))
     except UserExistsError as exc:
         print(f"error: {exc}")
         return 1
-    print(f"created {args.role} {args.name}; this token is shown once, store it now:")
+    works = "every category" if args.queues is None else ", ".join(args.queues)
+    print(f"created {args.role} {args.name} ({works}); this token is shown once, store it now:")
     print(token)
     return 0
 
@@ -89,6 +106,13 @@ def register(subparsers: Any) -> None:
     add_user = commands.add_parser("add-user", help="create a user and print its API token once")
     add_user.add_argument("name")
     add_user.add_argument("--role", choices=("moderator", "admin"), default="moderator")
+    add_user.add_argument(
+        "--queues",
+        type=parse_queues,
+        default=None,
+        metavar="CATEGORY,...",
+        help="the categories this user works (default: all); items outside them stay hidden",
+    )
     add_user.set_defaults(handler=_run_add_user)
     disable = commands.add_parser("disable-user", help="revoke a user's token and sessions")
     disable.add_argument("name")

@@ -2,7 +2,9 @@
 
 Signing in trades an API token for a session cookie (random id, HttpOnly, SameSite=Strict; the
 database keeps only its SHA-256). Every form carries the session's CSRF token. Pages send a
-Content-Security-Policy that allows only this app's own script and stylesheet.
+Content-Security-Policy that allows only this app's own script and stylesheet. Sign-in attempts
+are limited per client address; an item's page shows its message text only to the holder of its
+claim (or an admin), and says how to claim it otherwise.
 """
 
 from __future__ import annotations
@@ -25,7 +27,8 @@ from review.auth import (
     end_session,
     start_session,
 )
-from review.errors import InvalidDecisionError, ReviewError
+from review.errors import InvalidDecisionError, InvalidFormError, ReviewError
+from review.ratelimit import client_address
 from review.schemas import Action, QueueFilter
 
 __all__ = ["COOKIE_NAME", "register_console", "render_error"]
@@ -40,6 +43,7 @@ _templates = Jinja2Templates(
     )
 )
 _log = get_logger(__name__)
+_MAX_FORM_FIELDS = 20
 _SECURITY_HEADERS = {
     "Content-Security-Policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -91,8 +95,13 @@ async def _session(request: Request) -> ConsoleSession:
 
 
 async def _form(request: Request) -> dict[str, str]:
+    """The URL-encoded form (the body is already bounded by the body-limit middleware)."""
     body = (await request.body()).decode("utf-8", errors="replace")
-    return {key: values[0] for key, values in parse_qs(body, max_num_fields=20).items()}
+    try:
+        fields = parse_qs(body, max_num_fields=_MAX_FORM_FIELDS)
+    except ValueError as exc:
+        raise InvalidFormError(f"a form may have at most {_MAX_FORM_FIELDS} fields") from exc
+    return {key: values[0] for key, values in fields.items()}
 
 
 async def _checked_form(request: Request, session: ConsoleSession) -> dict[str, str]:
@@ -133,8 +142,9 @@ def register_console(app: FastAPI) -> None:
 
     @app.post("/console/login", include_in_schema=False)
     async def login(request: Request) -> Response:
-        form = await _form(request)
         svc = request.app.state.review
+        svc.sign_in.count(client_address(request))
+        form = await _form(request)
         async with svc.pool.acquire() as conn:
             user = await authenticate_token(conn, form.get("token", "").strip())
             if user is None:
@@ -151,7 +161,7 @@ def register_console(app: FastAPI) -> None:
             max_age=svc.settings.review.session_ttl_s,
             httponly=True,
             samesite="strict",
-            secure=svc.settings.review.cookie_secure,
+            secure=svc.settings.review.secure_cookies,
             path="/",
         )
         return response
@@ -163,7 +173,13 @@ def register_console(app: FastAPI) -> None:
         async with request.app.state.review.pool.acquire() as conn:
             await end_session(conn, request.cookies.get(COOKIE_NAME, ""))
         response = _redirect("/console/login")
-        response.delete_cookie(COOKIE_NAME, path="/")
+        response.delete_cookie(
+            COOKIE_NAME,
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.app.state.review.settings.review.secure_cookies,
+        )
         return response
 
     @app.get("/console/queue", include_in_schema=False)
@@ -193,11 +209,12 @@ def register_console(app: FastAPI) -> None:
         return _redirect(f"/console/items/{claim.item_id}")
 
     @app.get("/console/items/{item_id}", include_in_schema=False)
-    async def item_page(item_id: int, request: Request) -> Response:
+    async def item_page(item_id: str, request: Request) -> Response:
         session = await _session(request)
         ctx = await request.app.state.review.queue.context(session.user, item_id)
         item = ctx.item
         held = item["status"] == "claimed" and item["claimed_by"] == session.user.name
+        svc = request.app.state.review
         return _page(
             request,
             "item.html",
@@ -206,26 +223,27 @@ def register_console(app: FastAPI) -> None:
                 "ctx": ctx,
                 "item": item,
                 "held": held,
+                "max_reason_chars": svc.settings.review.max_reason_chars,
                 "actions": [(a.value, a.value.replace("_", " "), _SHORTCUTS[a]) for a in Action],
             },
         )
 
     @app.post("/console/items/{item_id}/claim", include_in_schema=False)
-    async def claim(item_id: int, request: Request) -> Response:
+    async def claim(item_id: str, request: Request) -> Response:
         session = await _session(request)
         await _checked_form(request, session)
-        await request.app.state.review.queue.claim(session.user, item_id)
-        return _redirect(f"/console/items/{item_id}")
+        claimed = await request.app.state.review.queue.claim(session.user, item_id)
+        return _redirect(f"/console/items/{claimed.item_id}")
 
     @app.post("/console/items/{item_id}/release", include_in_schema=False)
-    async def release(item_id: int, request: Request) -> Response:
+    async def release(item_id: str, request: Request) -> Response:
         session = await _session(request)
         await _checked_form(request, session)
         await request.app.state.review.queue.release(session.user, item_id)
         return _redirect("/console/queue")
 
     @app.post("/console/items/{item_id}/decide", include_in_schema=False)
-    async def decide(item_id: int, request: Request) -> Response:
+    async def decide(item_id: str, request: Request) -> Response:
         session = await _session(request)
         form = await _checked_form(request, session)
         try:
@@ -234,15 +252,16 @@ def register_console(app: FastAPI) -> None:
             raise InvalidDecisionError("choose one of the decision buttons") from exc
         svc = request.app.state.review
         result = await svc.queue.decide(session.user, item_id, action, form.get("reason", ""))
-        _log.info("review_decided", item_id=item_id, action=action.value, actor=session.user.name)
+        _log.info(
+            "review_decided", item_id=result.item_id, action=action.value, actor=session.user.name
+        )
         await svc.publish_pending(result)
-        return _redirect(f"/console/audit?item_id={item_id}")
+        return _redirect(f"/console/audit?item_id={result.item_id}")
 
     @app.get("/console/audit", include_in_schema=False)
     async def audit_page(request: Request) -> Response:
         session = await _session(request)
-        raw_item = request.query_params.get("item_id", "")
-        item_id = int(raw_item) if raw_item.isdigit() else None
+        item_id = request.query_params.get("item_id", "").strip() or None
         actor = request.query_params.get("actor") or None
         events = await request.app.state.review.queue.events(
             session.user, item_id=item_id, actor=actor, limit=200

@@ -9,11 +9,13 @@ __all__ = [
     "ClaimRequiredError",
     "ForbiddenQueueError",
     "InvalidDecisionError",
+    "InvalidFormError",
     "ItemClaimedError",
     "ItemNotFoundError",
     "ItemResolvedError",
     "PublishFailedError",
     "ReviewError",
+    "SignInRateLimitedError",
     "UserExistsError",
 ]
 
@@ -24,6 +26,8 @@ class ReviewError(Exception):
     code = "review_error"
     status_code = 400
     retriable = False
+    retry_after_s: int | None = None
+    """When set, the answer carries ``Retry-After`` with this many seconds."""
 
 
 class ItemNotFoundError(ReviewError):
@@ -69,6 +73,25 @@ class ClaimLimitError(ReviewError):
 class InvalidDecisionError(ReviewError):
     code = "invalid_decision"
     status_code = 422
+
+
+class InvalidFormError(ReviewError):
+    """A console form that cannot be read (too many fields, not form-encoded)."""
+
+    code = "invalid_form"
+    status_code = 400
+
+
+class SignInRateLimitedError(ReviewError):
+    """Too many sign-in attempts (or failed token checks) from one client address."""
+
+    code = "too_many_sign_in_attempts"
+    status_code = 429
+    retriable = True
+
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class UserExistsError(ReviewError):

@@ -1,5 +1,12 @@
 """The review queue in PostgreSQL: listing, exclusive claims with expiry, decisions, context.
 
+Items are named by their opaque ``public_id`` (a random UUID) in every argument and answer; the
+sequential ``id`` stays inside the database. A user's queues are the queues of their role
+(moderators: ``moderator``; admins: both) narrowed to their categories (``review_users.categories``,
+NULL = all); every listing, claim, decision, audit read and context text obeys them. Message text
+is shown only to the holder of the item's live claim (or an admin), and each showing appends a
+``view_text`` audit event.
+
 A claim is a row state, not a lock held by a connection: ``status = 'claimed'`` with
 ``claim_expires_at``. Every query treats a claim past its expiry as open, so an abandoned item
 returns to the queue without a sweeper. Claims take the row with ``FOR UPDATE SKIP LOCKED`` (or a
@@ -34,6 +41,7 @@ from review.schemas import (
     QueueCount,
     QueueFilter,
     QueueItem,
+    Role,
     Strike,
     User,
     VerdictDetail,
@@ -79,8 +87,17 @@ _FROM = """review_items r
         SELECT COALESCE(sum(s.weight), 0)::integer AS total FROM sender_strikes s
         WHERE s.sender_id = r.sender_id AND s.expires_at > now()) st ON true"""
 
-# Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s.
-_FILTERS = f"""r.queue = ANY($4::text[])
+
+def _member(queues: int, categories: int) -> str:
+    """SQL: the item ``r`` is in the user's queues (bind numbers of the two array parameters)."""
+    return (
+        f"(r.queue = ANY(${queues}::text[]) AND (${categories}::text[] IS NULL "
+        f"OR r.category = ANY(${categories}::text[])))"
+    )
+
+
+# Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s, $9 user's categories.
+_FILTERS = f"""{_member(4, 9)}
     AND ($5::text IS NULL OR r.category = $5)
     AND ($6::text IS NULL OR r.group_id = $6)
     AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
@@ -91,6 +108,20 @@ _ORDER = f"ORDER BY {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
 
 def _jsonb(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
+
+
+def _public_id(ref: str) -> uuid.UUID:
+    """The UUID an item reference names; anything else (old sequential ids too) is not found."""
+    try:
+        return uuid.UUID(ref)
+    except ValueError:
+        raise ItemNotFoundError(f"review item {ref[:64]!r} does not exist") from None
+
+
+def _outside(ref: str, queue: str, category: str | None) -> ForbiddenQueueError:
+    return ForbiddenQueueError(
+        f"item {ref} is in a queue you do not work ({queue} queue, category {category or '-'})"
+    )
 
 
 class ReviewQueue:
@@ -117,14 +148,15 @@ class ReviewQueue:
             flt.group_id,
             flt.min_age_s,
             flt.max_age_s,
+            user.category_list,
         ]
 
     async def list_items(self, user: User, flt: QueueFilter) -> list[QueueItem]:
         """Open items (and live claims when asked) the user may work, best first."""
         status_cond = "r.status <> 'resolved'" if flt.include_claimed else _AVAILABLE
         sql = f"""
-            SELECT r.id, r.queue, r.category, r.group_id, r.sender_id, r.message_id, r.priority,
-                   r.created_at, r.sent_at,
+            SELECT r.public_id::text AS id, r.queue, r.category, r.group_id, r.sender_id,
+                   r.message_id, r.priority, r.created_at, r.sent_at,
                    CASE WHEN {_LIVE_CLAIM} THEN 'claimed' ELSE 'open' END AS status,
                    CASE WHEN {_LIVE_CLAIM} THEN r.claimed_by END AS claimed_by,
                    CASE WHEN {_LIVE_CLAIM} THEN r.claim_expires_at END AS claim_expires_at,
@@ -133,7 +165,7 @@ class ReviewQueue:
             FROM {_FROM}
             WHERE {status_cond} AND {_FILTERS}
             {_ORDER}
-            LIMIT $9"""  # noqa: S608
+            LIMIT $10"""  # noqa: S608
         rows = await self._pool.fetch(sql, *self._filter_args(user, flt), flt.limit)
         return [QueueItem(**dict(row)) for row in rows]
 
@@ -145,10 +177,11 @@ class ReviewQueue:
                    count(*) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
                    count(*) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed
             FROM review_items r
-            WHERE r.status <> 'resolved' AND r.queue = ANY($1::text[])
+            WHERE r.status <> 'resolved' AND {_member(1, 2)}
             GROUP BY r.queue, r.category
             ORDER BY r.queue DESC, r.category NULLS LAST""",  # noqa: S608
             user.queues,
+            user.category_list,
         )
         return [QueueCount(**dict(row)) for row in rows]
 
@@ -156,9 +189,9 @@ class ReviewQueue:
         """The items the user holds a live claim on."""
         rows = await self._pool.fetch(
             f"""
-            SELECT r.id, r.queue, r.category, r.group_id, r.sender_id, r.message_id, r.priority,
-                   r.created_at, r.sent_at, 'claimed' AS status, r.claimed_by,
-                   r.claim_expires_at, {_CONFIDENCE} AS confidence,
+            SELECT r.public_id::text AS id, r.queue, r.category, r.group_id, r.sender_id,
+                   r.message_id, r.priority, r.created_at, r.sent_at, 'claimed' AS status,
+                   r.claimed_by, r.claim_expires_at, {_CONFIDENCE} AS confidence,
                    st.total AS sender_strikes, {_AGE_S} AS age_s, {_RANK} AS rank
             FROM {_FROM}
             WHERE {_LIVE_CLAIM} AND r.claimed_by = $4
@@ -189,7 +222,7 @@ class ReviewQueue:
         row = await conn.fetchrow(
             "UPDATE review_items SET status = 'claimed', claimed_by = $2, claimed_at = now(), "
             "claim_expires_at = now() + make_interval(secs => $3) WHERE id = $1 "
-            "RETURNING claim_expires_at",
+            "RETURNING claim_expires_at, public_id::text",
             item_id,
             user.name,
             float(self._settings.claim_ttl_s),
@@ -198,28 +231,29 @@ class ReviewQueue:
         await self._append_event(
             conn, item_id, user, "claim", None, {"expires_at": row[0].isoformat()}
         )
-        return ClaimResult(item_id=item_id, claimed_by=user.name, claim_expires_at=row[0])
+        return ClaimResult(item_id=row[1], claimed_by=user.name, claim_expires_at=row[0])
 
-    async def claim(self, user: User, item_id: int) -> ClaimResult:
+    async def claim(self, user: User, ref: str) -> ClaimResult:
         """Claim one item; renewing a claim the user already holds extends its expiry."""
+        public_id = _public_id(ref)
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
-                "SELECT r.queue, r.status, r.claimed_by, "  # noqa: S608
-                f"{_LIVE_CLAIM} AS live FROM review_items r WHERE r.id = $1 FOR UPDATE",
-                item_id,
+                "SELECT r.id, r.queue, r.category, r.status, r.claimed_by, "  # noqa: S608
+                f"{_LIVE_CLAIM} AS live FROM review_items r WHERE r.public_id = $1 FOR UPDATE",
+                public_id,
             )
             if row is None:
-                raise ItemNotFoundError(f"review item {item_id} does not exist")
-            if row["queue"] not in user.queues:
-                raise ForbiddenQueueError(f"item {item_id} is in the {row['queue']} queue")
+                raise ItemNotFoundError(f"review item {public_id} does not exist")
+            if not user.works(row["queue"], row["category"]):
+                raise _outside(str(public_id), row["queue"], row["category"])
             if row["status"] == "resolved":
-                raise ItemResolvedError(f"item {item_id} is already resolved")
+                raise ItemResolvedError(f"item {public_id} is already resolved")
             mine = row["live"] and row["claimed_by"] == user.name
             if row["live"] and not mine:
-                raise ItemClaimedError(f"item {item_id} is claimed by someone else")
+                raise ItemClaimedError(f"item {public_id} is claimed by someone else")
             if not mine:
                 await self._check_claim_budget(conn, user)
-            return await self._take(conn, user, item_id)
+            return await self._take(conn, user, row["id"])
 
     async def claim_next(self, user: User, flt: QueueFilter) -> ClaimResult | None:
         """Claim the best available item matching ``flt``; ``None`` when the queue is empty."""
@@ -238,30 +272,32 @@ class ReviewQueue:
                 return None
             return await self._take(conn, user, item_id)
 
-    async def release(self, user: User, item_id: int) -> None:
+    async def release(self, user: User, ref: str) -> None:
         """Give a claimed item back to the queue."""
         async with self._pool.acquire() as conn, conn.transaction():
-            await self._locked_claim(conn, user, item_id)
+            item = await self._locked_claim(conn, user, ref)
             await conn.execute(
                 "UPDATE review_items SET status = 'open', claimed_by = NULL, claimed_at = NULL, "
                 "claim_expires_at = NULL WHERE id = $1",
-                item_id,
+                item["id"],
             )
-            await self._append_event(conn, item_id, user, "release", None, {})
+            await self._append_event(conn, item["id"], user, "release", None, {})
 
-    async def _locked_claim(self, conn: Conn, user: User, item_id: int) -> asyncpg.Record:
+    async def _locked_claim(self, conn: Conn, user: User, ref: str) -> asyncpg.Record:
+        public_id = _public_id(ref)
         row = await conn.fetchrow(
-            f"SELECT r.*, {_LIVE_CLAIM} AS live FROM review_items r WHERE r.id = $1 FOR UPDATE",  # noqa: S608
-            item_id,
+            f"SELECT r.*, {_LIVE_CLAIM} AS live FROM review_items r "  # noqa: S608
+            "WHERE r.public_id = $1 FOR UPDATE",
+            public_id,
         )
         if row is None:
-            raise ItemNotFoundError(f"review item {item_id} does not exist")
-        if row["queue"] not in user.queues:
-            raise ForbiddenQueueError(f"item {item_id} is in the {row['queue']} queue")
+            raise ItemNotFoundError(f"review item {public_id} does not exist")
+        if not user.works(row["queue"], row["category"]):
+            raise _outside(str(public_id), row["queue"], row["category"])
         if row["status"] == "resolved":
-            raise ItemResolvedError(f"item {item_id} is already resolved")
+            raise ItemResolvedError(f"item {public_id} is already resolved")
         if not (row["live"] and row["claimed_by"] == user.name):
-            raise ClaimRequiredError(f"claim item {item_id} first (a claim may have expired)")
+            raise ClaimRequiredError(f"claim item {public_id} first (a claim may have expired)")
         locked: asyncpg.Record = row
         return locked
 
@@ -286,20 +322,33 @@ class ReviewQueue:
         assert row is not None
         return row["id"], row["created_at"]
 
-    async def decide(self, user: User, item_id: int, action: Action, reason: str) -> DecisionResult:
-        """Record a decision on a claimed item: audit event, strike and outbox row, one transaction.
-
-        Publishing is the caller's next step (``OutboxRelay.flush``); ``published`` is False here.
-        """
+    def check_reason(self, reason: str) -> None:
+        """Refuse an empty reason or one over ``review.max_reason_chars``."""
         if not reason.strip():
             raise InvalidDecisionError("a decision needs a reason")
+        limit = self._settings.max_reason_chars
+        if len(reason) > limit:
+            raise InvalidDecisionError(
+                f"a reason may be at most {limit} characters (this one has {len(reason)})"
+            )
+
+    async def decide(self, user: User, ref: str, action: Action, reason: str) -> DecisionResult:
+        """Record a decision on a claimed item: audit event, strike and outbox row, one transaction.
+
+        Every entry point (API and console) stores decisions through here, so the reason is
+        bounded here. Publishing is the caller's next step (``OutboxRelay.flush``); ``published``
+        is False here.
+        """
+        self.check_reason(reason)
         async with self._pool.acquire() as conn, conn.transaction():
-            item = await self._locked_claim(conn, user, item_id)
+            item = await self._locked_claim(conn, user, ref)
+            item_id: int = item["id"]
+            public_id = str(item["public_id"])
             weight = STRIKE_WEIGHTS[action]
             decision_id: str | None = None
             if action is Action.ESCALATE_TO_ADMIN:
                 if item["queue"] == "admin":
-                    raise InvalidDecisionError(f"item {item_id} is already in the admin queue")
+                    raise InvalidDecisionError(f"item {public_id} is already in the admin queue")
                 await conn.execute(
                     "UPDATE review_items SET queue = 'admin', status = 'open', claimed_by = NULL, "
                     "claimed_at = NULL, claim_expires_at = NULL WHERE id = $1",
@@ -362,7 +411,7 @@ class ReviewQueue:
                     encode_payload(payload),
                 )
         return DecisionResult(
-            item_id=item_id,
+            item_id=public_id,
             action=action,
             decision_id=decision_id,
             event_id=event_id,
@@ -382,36 +431,49 @@ class ReviewQueue:
         self,
         user: User,
         *,
-        item_id: int | None = None,
+        item_id: str | None = None,
         actor: str | None = None,
         limit: int = 100,
     ) -> list[AuditEvent]:
-        """The audit trail of items in the user's queues, newest first."""
+        """The audit trail of items in the user's queues, newest first (``item_id``: public)."""
+        public_id = None if item_id is None else _public_id(item_id)
         rows = await self._pool.fetch(
-            "SELECT e.id, e.review_item_id, e.actor, e.action, e.reason, e.details, e.created_at "
+            "SELECT e.id, r.public_id::text AS review_item_id, e.actor, e.action, "  # noqa: S608
+            "e.reason, e.details, e.created_at "
             "FROM review_events e JOIN review_items r ON r.id = e.review_item_id "
-            "WHERE r.queue = ANY($4::text[]) "
-            "AND ($1::bigint IS NULL OR e.review_item_id = $1) "
+            f"WHERE {_member(4, 5)} "
+            "AND ($1::uuid IS NULL OR r.public_id = $1) "
             "AND ($2::text IS NULL OR e.actor = $2) ORDER BY e.id DESC LIMIT $3",
-            item_id,
+            public_id,
             actor,
             limit,
             user.queues,
+            user.category_list,
         )
         return [AuditEvent(**{**dict(row), "details": _jsonb(row["details"])}) for row in rows]
 
-    async def context(self, user: User, item_id: int) -> ItemContext:
-        """The item with its verdict, the group's recent activity and the sender's record."""
+    async def context(self, user: User, ref: str) -> ItemContext:
+        """The item with its verdict, the group's recent activity and the sender's record.
+
+        Message text (the item's, and the group's earlier escalations in the user's queues) is
+        included only for the holder of the item's live claim or an admin; every such answer
+        appends a ``view_text`` audit event before the history is read.
+        """
+        public_id = _public_id(ref)
         async with self._pool.acquire() as conn:
             item = await conn.fetchrow(
                 f"SELECT r.*, CASE WHEN r.status = 'claimed' AND NOT {_LIVE_CLAIM} THEN 'open' "  # noqa: S608
-                "ELSE r.status END AS effective_status FROM review_items r WHERE r.id = $1",
-                item_id,
+                f"ELSE r.status END AS effective_status, {_LIVE_CLAIM} AS live "
+                "FROM review_items r WHERE r.public_id = $1",
+                public_id,
             )
             if item is None:
-                raise ItemNotFoundError(f"review item {item_id} does not exist")
-            if item["queue"] not in user.queues:
-                raise ForbiddenQueueError(f"item {item_id} is in the {item['queue']} queue")
+                raise ItemNotFoundError(f"review item {public_id} does not exist")
+            if not user.works(item["queue"], item["category"]):
+                raise _outside(str(public_id), item["queue"], item["category"])
+            item_id: int = item["id"]
+            holds_claim = bool(item["live"]) and item["claimed_by"] == user.name
+            text_visible = holds_claim or user.role is Role.ADMIN
             verdict = await conn.fetchrow(
                 "SELECT decision, decided_by, category, reasons, rule_hits, scores, "
                 "sentiment_label, intent_label, toxicity_label, model_name, model_version, "
@@ -424,12 +486,18 @@ class ReviewQueue:
                 item["sent_at"],
             )
             group_messages = await conn.fetch(
-                "SELECT id, sender_id, message_id, sent_at, message_text, category, status, "
-                "resolution FROM review_items WHERE group_id = $1 AND sent_at < $2 AND id <> $3 "
-                "ORDER BY sent_at DESC LIMIT 20",
+                "SELECT r.public_id::text AS id, r.sender_id, r.message_id, "  # noqa: S608
+                "r.sent_at, "
+                f"CASE WHEN $4::boolean AND {_member(5, 6)} THEN r.message_text END "
+                "AS message_text, r.category, r.status, r.resolution FROM review_items r "
+                "WHERE r.group_id = $1 AND r.sent_at < $2 AND r.id <> $3 "
+                "ORDER BY r.sent_at DESC LIMIT 20",
                 item["group_id"],
                 item["sent_at"],
                 item_id,
+                text_visible,
+                user.queues,
+                user.category_list,
             )
             group_verdicts = await conn.fetch(
                 "SELECT message_id, sender_id, sent_at, decision, decided_by, category "
@@ -439,9 +507,9 @@ class ReviewQueue:
                 item["sent_at"],
             )
             sender_items = await conn.fetch(
-                "SELECT id, group_id, message_id, sent_at, category, status, resolution, "
-                "resolved_by, resolved_at FROM review_items WHERE sender_id = $1 AND id <> $2 "
-                "ORDER BY sent_at DESC LIMIT 20",
+                "SELECT public_id::text AS id, group_id, message_id, sent_at, category, status, "
+                "resolution, resolved_by, resolved_at FROM review_items "
+                "WHERE sender_id = $1 AND id <> $2 ORDER BY sent_at DESC LIMIT 20",
                 item["sender_id"],
                 item_id,
             )
@@ -451,13 +519,33 @@ class ReviewQueue:
                 item["sender_id"],
             )
             strikes = await conn.fetch(
-                "SELECT action, weight, group_id, review_item_id, created_at, expires_at "
-                "FROM sender_strikes WHERE sender_id = $1 AND expires_at > now() "
-                "ORDER BY created_at DESC",
+                "SELECT s.action, s.weight, s.group_id, r.public_id::text AS review_item_id, "
+                "s.created_at, s.expires_at FROM sender_strikes s "
+                "JOIN review_items r ON r.id = s.review_item_id "
+                "WHERE s.sender_id = $1 AND s.expires_at > now() ORDER BY s.created_at DESC",
                 item["sender_id"],
             )
+            if text_visible:
+                shown = sum(1 for m in group_messages if m["message_text"] is not None)
+                await self._append_event(
+                    conn,
+                    item_id,
+                    user,
+                    "view_text",
+                    None,
+                    {"claim_held": holds_claim, "context_texts": shown},
+                )
         item_dict = dict(item)
         item_dict["status"] = item_dict.pop("effective_status")
+        del item_dict["live"]
+        item_dict["id"] = str(item_dict.pop("public_id"))
+        hint = None
+        if not text_visible:
+            item_dict["message_text"] = None
+            hint = (
+                f"claim this item to read its message text (POST /api/items/{public_id}/claim, "
+                "or Claim in the console)"
+            )
         verdict_detail = None
         if verdict is not None:
             verdict_detail = VerdictDetail(
@@ -470,6 +558,8 @@ class ReviewQueue:
             )
         return ItemContext(
             item=item_dict,
+            text_visible=text_visible,
+            text_hint=hint,
             verdict=verdict_detail,
             group_messages=[dict(r) for r in group_messages],
             group_verdicts=[dict(r) for r in group_verdicts],
@@ -477,5 +567,5 @@ class ReviewQueue:
             sender_verdict_counts={r["decision"]: r["n"] for r in counts},
             sender_strikes=sum(r["weight"] for r in strikes),
             strikes=[Strike(**dict(r)) for r in strikes],
-            events=await self.events(user, item_id=item_id),
+            events=await self.events(user, item_id=str(public_id)),
         )

@@ -49,11 +49,24 @@ class User(_Model):
     id: int
     name: str
     role: Role
+    categories: tuple[str, ...] | None = None
+    """The categories this user works (``add-user --queues``); ``None`` means every category."""
 
     @property
     def queues(self) -> list[str]:
         """Queues this user may see and work: admins work both."""
         return ["moderator", "admin"] if self.role is Role.ADMIN else ["moderator"]
+
+    @property
+    def category_list(self) -> list[str] | None:
+        """``categories`` as a SQL array parameter (``None``: no category restriction)."""
+        return None if self.categories is None else list(self.categories)
+
+    def works(self, queue: str, category: str | None) -> bool:
+        """Whether an item in ``queue`` with ``category`` is in this user's queues."""
+        if queue not in self.queues:
+            return False
+        return self.categories is None or category in self.categories
 
 
 class QueueFilter(_Model):
@@ -69,7 +82,8 @@ class QueueFilter(_Model):
 class QueueItem(_Model):
     """One queue row. No message text: the listing is for triage, the context view shows text."""
 
-    id: int
+    id: str
+    """The item's opaque public id (what ``/api/items/{item_id}`` takes)."""
     queue: str
     status: str
     """``open`` or ``claimed``; a claim past its expiry reads as ``open``."""
@@ -98,18 +112,19 @@ class QueueCount(_Model):
 
 
 class ClaimResult(_Model):
-    item_id: int
+    item_id: str
     claimed_by: str
     claim_expires_at: datetime
 
 
 class DecideRequest(_Model):
     action: Action
-    reason: str = Field(min_length=1, max_length=2000)
+    reason: str = Field(min_length=1)
+    """Bounded by ``review.max_reason_chars`` where every decision is stored (ReviewQueue)."""
 
 
 class DecisionResult(_Model):
-    item_id: int
+    item_id: str
     action: Action
     decision_id: str | None
     """Carried by the Kafka record; ``None`` for ``escalate_to_admin`` (nothing published)."""
@@ -121,7 +136,8 @@ class DecisionResult(_Model):
 
 class AuditEvent(_Model):
     id: int
-    review_item_id: int
+    review_item_id: str
+    """The item's public id."""
     actor: str
     action: str
     reason: str | None
@@ -133,7 +149,8 @@ class Strike(_Model):
     action: str
     weight: int
     group_id: str
-    review_item_id: int
+    review_item_id: str
+    """The public id of the item whose decision gave the strike."""
     created_at: datetime
     expires_at: datetime
 
@@ -160,9 +177,15 @@ class ItemContext(_Model):
     """Everything a moderator needs to decide one item."""
 
     item: dict[str, Any]
+    """The item; ``message_text`` is ``None`` unless ``text_visible``."""
+    text_visible: bool
+    """True when the viewer holds the item's claim (or is an admin); each such view is audited."""
+    text_hint: str | None
+    """Without ``text_visible``: how to get to see the text (claim the item)."""
     verdict: VerdictDetail | None
     group_messages: list[dict[str, Any]]
-    """Earlier escalated messages of the group (with text), newest first."""
+    """Earlier escalated messages of the group, newest first; ``message_text`` only with
+    ``text_visible`` and only for items in the viewer's queues (else ``None``)."""
     group_verdicts: list[dict[str, Any]]
     """Earlier verdicts in the group (no text: verdicts never store it), newest first."""
     sender_items: list[dict[str, Any]]

@@ -5,11 +5,26 @@ Loaded once at ``modstream review``'s entry point (``MODSTREAM_REVIEW__PORT=1809
 
 from __future__ import annotations
 
-from pydantic import Field
+from enum import StrEnum
+from typing import Any
+
+from pydantic import Field, field_validator
 
 from common.settings import Section, ServiceSettings
 
-__all__ = ["ReviewServiceSettings", "ReviewSettings"]
+__all__ = ["LOOPBACK_HOSTS", "CookieSecure", "ReviewServiceSettings", "ReviewSettings"]
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
+"""Hosts that only this machine can reach: ``cookie_secure = auto`` leaves cookies plain there."""
+
+
+class CookieSecure(StrEnum):
+    """Whether the console cookie is marked ``Secure``."""
+
+    AUTO = "auto"
+    """On unless ``review.host`` is a loopback address (a local, plain-HTTP console)."""
+    ON = "on"
+    OFF = "off"
 
 
 class ReviewSettings(Section):
@@ -30,10 +45,37 @@ class ReviewSettings(Section):
     """Queue rank added per unit of the model's highest harmful probability."""
     session_ttl_s: int = Field(default=43_200, ge=60)
     """Console sign-ins last this long."""
-    cookie_secure: bool = False
-    """Mark the console cookie ``Secure``; turn on whenever the console is served over HTTPS."""
+    cookie_secure: CookieSecure = CookieSecure.AUTO
+    """Mark the console cookie ``Secure``: ``auto`` (on unless bound to loopback), ``on``, ``off``.
+
+    ``true``/``false`` (the old boolean form) still read as ``on``/``off``.
+    """
+    max_body_bytes: int = Field(default=65_536, ge=1024)
+    """Request bodies over this many bytes are refused with 413 on every route."""
+    max_reason_chars: int = Field(default=1000, ge=1, le=100_000)
+    """A decision's reason may be at most this long (it travels in the Kafka record)."""
+    sign_in_attempts_per_minute: int = Field(default=10, ge=1)
+    """Per client address: console sign-ins, and API calls with a token that is not valid."""
     publish_retry_s: float = Field(default=5.0, gt=0)
     """How often unpublished decisions (Kafka was down) are retried."""
+
+    @field_validator("cookie_secure", mode="before")
+    @classmethod
+    def _boolean_cookie_secure(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return CookieSecure.ON if value else CookieSecure.OFF
+        if isinstance(value, str) and value.strip().lower() in {"true", "1", "yes"}:
+            return CookieSecure.ON
+        if isinstance(value, str) and value.strip().lower() in {"false", "0", "no"}:
+            return CookieSecure.OFF
+        return value
+
+    @property
+    def secure_cookies(self) -> bool:
+        """Whether the console cookie gets the ``Secure`` flag, ``auto`` resolved by ``host``."""
+        if self.cookie_secure is CookieSecure.AUTO:
+            return self.host.strip().strip("[]").lower() not in LOOPBACK_HOSTS
+        return self.cookie_secure is CookieSecure.ON
 
 
 class ReviewServiceSettings(ServiceSettings):

@@ -58,13 +58,13 @@ try {
   const cookies = await context.cookies();
   const session = cookies.find((c) => c.name === "modstream_session");
   check(session && session.httpOnly && session.sameSite === "Strict", "session cookie is HttpOnly, SameSite=Strict");
-  const rows = await page.$$eval("#queue tbody tr[data-item-id]", (trs) => trs.map((tr) => Number(tr.dataset.itemId)));
+  const rows = await page.$$eval("#queue tbody tr[data-item-id]", (trs) => trs.map((tr) => tr.dataset.itemId));
   check(rows.length > 0, "the queue lists the seeded escalation");
 
   // Claim the top item with the keyboard shortcut "n".
   await page.locator("body").click({ position: { x: 2, y: 2 } });
   await Promise.all([page.waitForURL("**/console/items/*"), page.keyboard.press("n")]);
-  const itemId = Number(new URL(page.url()).pathname.split("/").pop());
+  const itemId = new URL(page.url()).pathname.split("/").pop();
   check(itemId === rows[0], `claimed the top item ${rows[0]}, got ${itemId}`);
 
   // The message text is blurred until clicked.
@@ -88,7 +88,7 @@ try {
       action: tr.dataset.action,
       actor: tr.children[3].textContent.trim(),
       reason: tr.children[5].textContent.trim(),
-      item: Number(tr.children[2].textContent.trim()),
+      item: tr.children[2].textContent.trim(),
     })));
   const row = audit.find((r) => r.action === "remove_message");
   check(row && row.actor === user && row.reason === reason && row.item === itemId, "audit row for the decision");

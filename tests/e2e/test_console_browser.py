@@ -183,6 +183,9 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
     try:
         token = await create_user(conn, "e2e_mod", Role.MODERATOR)
         item_id = await _seed(conn, message_id)
+        public_id = await conn.fetchval(
+            "SELECT public_id::text FROM review_items WHERE id = $1", item_id
+        )
     finally:
         await conn.close()
 
@@ -210,7 +213,7 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
     result = json.loads(lines[-1])
     assert result["ok"], result
     assert run.returncode == 0
-    assert result["itemId"] == item_id
+    assert result["itemId"] == public_id
     assert token not in run.stdout
     assert token not in server[1].read_text(errors="replace"), "the token reached the server log"
 
@@ -233,6 +236,7 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
     )
     assert [(e["actor"], e["action"]) for e in events] == [
         ("e2e_mod", "claim"),
+        ("e2e_mod", "view_text"),
         ("e2e_mod", "remove_message"),
     ]
     assert events[-1]["reason"] == reason

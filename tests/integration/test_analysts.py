@@ -131,7 +131,7 @@ async def _seed(pool: asyncpg.Pool[Any], settings: ReviewServiceSettings) -> Non
                 "sent_at, message_id, group_id, sender_id, message_text, category, priority, "
                 "auto_decision, created_at) VALUES ('chat.messages', 0, $1, $2, $3, 'g2', 'c', "
                 "'secret words', 'hate', 0.6, 'flag', $2::timestamptz + interval '1 second') "
-                "RETURNING id",
+                "RETURNING public_id::text",
                 offset,
                 sent,
                 f"m{offset}",

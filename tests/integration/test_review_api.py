@@ -90,8 +90,8 @@ async def seed(
     age_s: float = 0.0,
     queue: str = "moderator",
     text: str = "you are awful",
-) -> int:
-    """Insert one verdict and its escalation; returns the review item id."""
+) -> str:
+    """Insert one verdict and its escalation; returns the review item's public id."""
     global _offset
     _offset += 1
     sent_at = datetime.now(UTC) - timedelta(seconds=age_s + 1)
@@ -120,11 +120,11 @@ async def seed(
         json.dumps(rule_hits),
         json.dumps(scores),
     )
-    item_id: int = await pool.fetchval(
+    item_id: str = await pool.fetchval(
         "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
         "message_id, group_id, sender_id, message_text, category, priority, auto_decision, "
         "reasons, queue, created_at) VALUES ('chat.messages', 0, $1, $2, $3, $4, $5, $6, $7, $8, "
-        "'flag', '{grey_zone}', $9, $2) RETURNING id",
+        "'flag', '{grey_zone}', $9, $2) RETURNING public_id::text",
         _offset,
         sent_at,
         f"m{_offset}",
@@ -139,9 +139,24 @@ async def seed(
 
 
 async def test_every_api_route_refuses_anonymous_and_bad_tokens(
-    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
 ) -> None:
     """No token, a malformed token and a revoked user's token all get 401 on every /api route."""
+    # Dozens of bad tokens from one address: lift the sign-in limit (test_review_hostile covers it).
+    review = db_settings.review.model_copy(update={"sign_in_attempts_per_minute": 1000})
+    app = create_app(
+        db_settings.model_copy(update={"review": review}), pool=pool, publisher=publisher
+    )
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://review.test"
+        ) as client,
+    ):
+        await _refuses_every_route(client, pool)
+
+
+async def _refuses_every_route(client: httpx.AsyncClient, pool: asyncpg.Pool[Any]) -> None:
     item_id = await seed(pool)
     token = await _token(pool, "gone")
     await pool.execute("UPDATE review_users SET disabled_at = now() WHERE name = 'gone'")
@@ -210,18 +225,21 @@ async def test_queue_orders_by_priority_strikes_confidence_and_filters(
     confident = await seed(pool, priority=0.40, sender_id="clean2", hate=0.84)
     old = await seed(pool, priority=0.10, sender_id="clean3", age_s=7200)
     resolved = await seed(pool, priority=1.0)
-    await pool.execute("UPDATE review_items SET status = 'resolved' WHERE id = $1", resolved)
+    await pool.execute("UPDATE review_items SET status = 'resolved' WHERE public_id = $1", resolved)
     # Three live strikes for "repeat": +0.3 rank.
     for _ in range(3):
         await pool.execute(
             "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
-            "expires_at) VALUES ('repeat', 'g1', $1, 'warn', 1, now() + interval '1 day')",
+            "expires_at) VALUES ('repeat', 'g1', "
+            "(SELECT id FROM review_items WHERE public_id = $1), 'warn', 1, "
+            "now() + interval '1 day')",
             resolved,
         )
     # An expired strike does not count.
     await pool.execute(
         "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
-        "expires_at) VALUES ('clean', 'g1', $1, 'ban', 3, now() - interval '1 second')",
+        "expires_at) VALUES ('clean', 'g1', (SELECT id FROM review_items WHERE public_id = $1), "
+        "'ban', 3, now() - interval '1 second')",
         resolved,
     )
     listing = (await client.get("/api/queue", headers=headers)).json()
@@ -261,7 +279,9 @@ async def test_claim_is_exclusive_under_concurrency(
     wins = [r for r in results if not isinstance(r, BaseException)]
     assert len(wins) == 1
     assert all(isinstance(r, ItemClaimedError) for r in results if isinstance(r, BaseException))
-    holder = await pool.fetchval("SELECT claimed_by FROM review_items WHERE id = $1", item_id)
+    holder = await pool.fetchval(
+        "SELECT claimed_by FROM review_items WHERE public_id = $1", item_id
+    )
     assert holder == wins[0].claimed_by
 
 
@@ -313,7 +333,8 @@ async def test_expired_claim_returns_item_to_queue(
     assert (await client.get("/api/queue", headers=second)).json() == []
 
     await pool.execute(
-        "UPDATE review_items SET claim_expires_at = now() - interval '1 second' WHERE id = $1",
+        "UPDATE review_items SET claim_expires_at = now() - interval '1 second' "
+        "WHERE public_id = $1",
         item_id,
     )
     listing = (await client.get("/api/queue", headers=second)).json()
@@ -374,10 +395,10 @@ async def test_decide_writes_audit_strike_and_publishes(
     result = response.json()
     assert result["published"] is True
 
-    item = await pool.fetchrow("SELECT * FROM review_items WHERE id = $1", item_id)
+    item = await pool.fetchrow("SELECT * FROM review_items WHERE public_id = $1", item_id)
     assert (item["status"], item["resolution"], item["resolved_by"]) == ("resolved", "mute", "dana")
     event = await pool.fetchrow(
-        "SELECT * FROM review_events WHERE review_item_id = $1 AND action = 'mute'", item_id
+        "SELECT * FROM review_events WHERE review_item_id = $1 AND action = 'mute'", item["id"]
     )
     assert event["actor"] == "dana"
     assert event["reason"] == "slur against a member"
@@ -474,15 +495,20 @@ async def test_item_context_has_verdict_group_and_sender_history(
     headers = _auth(await _token(pool, "mod"))
     earlier = await seed(pool, group_id="room", sender_id="x", text="first", age_s=60)
     await pool.execute(
-        "UPDATE review_items SET status = 'resolved', resolution = 'warn' WHERE id = $1", earlier
+        "UPDATE review_items SET status = 'resolved', resolution = 'warn' WHERE public_id = $1",
+        earlier,
     )
     await pool.execute(
         "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
-        "expires_at) VALUES ('x', 'room', $1, 'warn', 1, now() + interval '1 day')",
+        "expires_at) VALUES ('x', 'room', (SELECT id FROM review_items WHERE public_id = $1), "
+        "'warn', 1, now() + interval '1 day')",
         earlier,
     )
     item_id = await seed(pool, group_id="room", sender_id="x", text="second")
+    assert (await client.post(f"/api/items/{item_id}/claim", headers=headers)).status_code == 200
     ctx = (await client.get(f"/api/items/{item_id}", headers=headers)).json()
+    assert ctx["item"]["id"] == item_id
+    assert ctx["text_visible"] is True
     assert ctx["item"]["message_text"] == "second"
     assert ctx["verdict"]["model_version"] == "3"
     assert ctx["verdict"]["scores"]["toxicity"]["hate"] == pytest.approx(0.6)
@@ -492,6 +518,8 @@ async def test_item_context_has_verdict_group_and_sender_history(
     assert [s["resolution"] for s in ctx["sender_items"]] == ["warn"]
     assert ctx["sender_verdict_counts"] == {"flag": 2}
     assert ctx["sender_strikes"] == 1
+    assert ctx["strikes"][0]["review_item_id"] == earlier
+    assert [e["action"] for e in ctx["events"]] == ["view_text", "claim"]
     assert (await client.get("/api/items/999999", headers=headers)).status_code == 404
 
 
@@ -511,7 +539,9 @@ async def test_active_strikes_for_the_worker(
     """active_strikes sums live strikes per sender and reports 0 for unknown senders."""
     from common.strikes import active_strikes
 
-    item_id = await seed(pool)
+    item_id = await pool.fetchval(
+        "SELECT id FROM review_items WHERE public_id = $1", await seed(pool)
+    )
     await pool.execute(
         "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
         "expires_at) VALUES ('a', 'g', $1, 'ban', 3, now() + interval '1 day'), "

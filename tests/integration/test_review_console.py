@@ -62,11 +62,12 @@ async def client(
         yield http
 
 
-async def _item(pool: asyncpg.Pool[Any], offset: int = 1) -> int:
-    item_id: int = await pool.fetchval(
+async def _item(pool: asyncpg.Pool[Any], offset: int = 1) -> str:
+    item_id: str = await pool.fetchval(
         "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
         "message_id, group_id, sender_id, message_text, category, priority, auto_decision) "
-        "VALUES ('chat.messages', 1, $1, $2, 'm', 'g', 's', $3, 'hate', 0.5, 'flag') RETURNING id",
+        "VALUES ('chat.messages', 1, $1, $2, 'm', 'g', 's', $3, 'hate', 0.5, 'flag') "
+        "RETURNING public_id::text",
         offset,
         datetime.now(UTC),
         _XSS,
@@ -100,7 +101,10 @@ async def test_console_pages_need_a_session(
     client.cookies.set("modstream_session", "forged")
     response = await client.post(f"/console/items/{item_id}/claim", data={"csrf": "x"})
     assert (response.status_code, response.headers["location"]) == (303, "/console/login")
-    assert await pool.fetchval("SELECT status FROM review_items WHERE id = $1", item_id) == "open"
+    assert (
+        await pool.fetchval("SELECT status FROM review_items WHERE public_id = $1", item_id)
+        == "open"
+    )
 
 
 async def test_sign_in_sets_a_hardened_cookie_and_refuses_bad_tokens(
@@ -128,7 +132,10 @@ async def test_forms_without_the_csrf_token_are_refused(
     await _sign_in(client, pool, "jo")
     response = await client.post(f"/console/items/{item_id}/claim", data={"csrf": "guess"})
     assert response.status_code == 422
-    assert await pool.fetchval("SELECT status FROM review_items WHERE id = $1", item_id) == "open"
+    assert (
+        await pool.fetchval("SELECT status FROM review_items WHERE public_id = $1", item_id)
+        == "open"
+    )
 
 
 async def test_claim_decide_and_audit_through_the_console(
@@ -154,7 +161,9 @@ async def test_claim_decide_and_audit_through_the_console(
     assert 'data-action="warn"' in audit.text
     assert "first warning" in audit.text
     assert len(publisher.records) == 1
-    resolution = await pool.fetchval("SELECT resolution FROM review_items WHERE id = $1", item_id)
+    resolution = await pool.fetchval(
+        "SELECT resolution FROM review_items WHERE public_id = $1", item_id
+    )
     assert resolution == "warn"
 
 
