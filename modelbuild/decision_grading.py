@@ -65,7 +65,7 @@ def _group(
     return {
         "n": len(pairs),
         "catch": _rate(caught, len(pairs)),
-        "caught_by_rules": _rate(by_rules, len(pairs)),
+        "blocked_by_rules": _rate(by_rules, len(pairs)),
         "escalated_only": _rate(escalated_only, len(pairs)),
     }
 
@@ -136,7 +136,7 @@ def _line(label: str, group: dict[str, Any]) -> str:
         return f"{label} n={group['n']:4d} fpr={group['fpr']:.4f}"
     return (
         f"{label} n={group['n']:4d} catch={group['catch']:.4f} "
-        f"by_rules={group['caught_by_rules']:.4f} escalated_only={group['escalated_only']:.4f}"
+        f"rule_blocked={group['blocked_by_rules']:.4f} escalated_only={group['escalated_only']:.4f}"
     )
 
 

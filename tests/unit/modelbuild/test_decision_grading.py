@@ -100,14 +100,14 @@ def test_rates_are_computed_per_group() -> None:
     ]
     report = grade(examples, results)
     en = report["by_lang"]["en"]
-    assert en["plain"] == {"n": 4, "catch": 0.5, "caught_by_rules": 0.0, "escalated_only": 0.25}
+    assert en["plain"] == {"n": 4, "catch": 0.5, "blocked_by_rules": 0.0, "escalated_only": 0.25}
     assert en["disguised"]["catch"] == 0.5
     assert en["benign"] == {"n": 3, "fpr": 0.6667}
     assert report["by_transform"]["en"]["leet"]["catch"] == 0.0
     assert report["by_transform"]["en"]["mask"]["catch"] == 1.0
     assert report["by_category"]["en"]["spam"]["disguised"]["n"] == 1
     assert report["by_lang"]["zh"]["plain"] == {"n": 0, "catch": 0.0} | {
-        "caught_by_rules": 0.0,
+        "blocked_by_rules": 0.0,
         "escalated_only": 0.0,
     }
     assert tuple(report["headline"]) == HEADLINE_KEYS
