@@ -245,13 +245,14 @@ def apply_transform(
 
 
 def _on_spans(text: str, lang: str, targets: Sequence[str], change: Callable[[str], str]) -> str:
+    """``change`` applied to every occurrence of each target (longest first), or, without
+    targets, to every English word or every run of Chinese characters."""
     if targets:
-        for target in sorted(set(targets), key=lambda t: (-len(t), t)):
-            if target not in text:
-                raise ValueError(f"target {target!r} is not in {text!r}")
-        pattern = re.compile(
-            "|".join(re.escape(t) for t in sorted(set(targets), key=lambda t: (-len(t), t)))
-        )
+        ordered = sorted(set(targets), key=lambda t: (-len(t), t))
+        missing = [t for t in ordered if t not in text]
+        if missing:
+            raise ValueError(f"targets {missing!r} are not in {text!r}")
+        pattern = re.compile("|".join(re.escape(t) for t in ordered))
     else:
         pattern = _EN_WORD if lang == "en" else _HAN
     return pattern.sub(lambda m: change(m.group(0)), text)
