@@ -7,13 +7,15 @@ reviewer's time or a user's message).
 
 Per language: ``plain_catch`` (harmful lines as typed), ``disguised_catch`` (generated and
 hand-made disguises) and ``benign_fpr`` (hard benign lines); then the same per transform, per
-category and per benign topic. Rates are rounded to 4 decimals; an empty group rates 0.0 with
-``n = 0``.
+category and per benign topic. For disguised lines, ``if_plain_caught`` is the catch rate over
+the generated disguises whose plain seed line is itself caught: what the disguise alone costs,
+apart from what is missed even when typed plainly. Rates are rounded to 4 decimals; an empty
+group rates 0.0 with ``n = 0``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelbuild.devset import DevExample
@@ -47,7 +49,10 @@ def _rate(hits: int, n: int) -> float:
 
 
 def _group(
-    pairs: Sequence[tuple[DevExample, PolicyResult | None]], *, benign: bool = False
+    pairs: Sequence[tuple[DevExample, PolicyResult | None]],
+    *,
+    benign: bool = False,
+    plain_caught: Mapping[str, bool] | None = None,
 ) -> dict[str, Any]:
     """``n`` and the rates that matter for these lines (all harmful, or all ``benign``)."""
     if any(e.harmful == benign for e, _ in pairs):
@@ -62,12 +67,17 @@ def _group(
     escalated_only = sum(
         r is not None and r.decision is Decision.ALLOW and r.escalate for _, r in pairs
     )
-    return {
+    out: dict[str, Any] = {
         "n": len(pairs),
         "catch": _rate(caught, len(pairs)),
         "blocked_by_rules": _rate(by_rules, len(pairs)),
         "escalated_only": _rate(escalated_only, len(pairs)),
     }
+    if plain_caught is not None:
+        kept = [r for e, r in pairs if plain_caught.get(e.seed, False)]
+        out["n_plain_caught"] = len(kept)
+        out["if_plain_caught"] = _rate(sum(is_caught(r) for r in kept), len(kept))
+    return out
 
 
 def grade(examples: Sequence[DevExample], results: Sequence[PolicyResult | None]) -> dict[str, Any]:
@@ -82,20 +92,24 @@ def grade(examples: Sequence[DevExample], results: Sequence[PolicyResult | None]
         mine = [p for p in pairs if p[0].lang == lang]
         forms = {f: [p for p in mine if p[0].form == f] for f in ("plain", "disguised")}
         benign = [p for p in mine if not p[0].harmful]
+        caught = {e.text: is_caught(r) for e, r in forms["plain"]}
         report["by_lang"][lang] = {
             "plain": _group(forms["plain"]),
-            "disguised": _group(forms["disguised"]),
+            "disguised": _group(forms["disguised"], plain_caught=caught),
             "benign": _group(benign, benign=True),
         }
         transforms = sorted({e.transform for e, _ in forms["disguised"]})
         report["by_transform"][lang] = {
-            t: _group([p for p in forms["disguised"] if p[0].transform == t]) for t in transforms
+            t: _group([p for p in forms["disguised"] if p[0].transform == t], plain_caught=caught)
+            for t in transforms
         }
         categories = sorted({e.category for e, _ in mine})
         report["by_category"][lang] = {
             c: {
                 "plain": _group([p for p in forms["plain"] if p[0].category == c]),
-                "disguised": _group([p for p in forms["disguised"] if p[0].category == c]),
+                "disguised": _group(
+                    [p for p in forms["disguised"] if p[0].category == c], plain_caught=caught
+                ),
                 "benign": _group([p for p in benign if p[0].category == c], benign=True),
             }
             for c in categories
@@ -134,10 +148,13 @@ def grade(examples: Sequence[DevExample], results: Sequence[PolicyResult | None]
 def _line(label: str, group: dict[str, Any]) -> str:
     if "fpr" in group:
         return f"{label} n={group['n']:4d} fpr={group['fpr']:.4f}"
-    return (
+    line = (
         f"{label} n={group['n']:4d} catch={group['catch']:.4f} "
         f"rule_blocked={group['blocked_by_rules']:.4f} escalated_only={group['escalated_only']:.4f}"
     )
+    if "if_plain_caught" in group:
+        line += f" if_plain_caught={group['if_plain_caught']:.4f} (n={group['n_plain_caught']})"
+    return line
 
 
 def format_grading(report: dict[str, Any]) -> list[str]:

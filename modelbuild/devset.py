@@ -19,7 +19,8 @@ deal of the seeds after it.
 Fields of a line: ``text``, ``lang`` (en, zh), ``label`` (harmful, benign), ``category`` (hate,
 harassment, threat, self_harm, sexual, spam; for benign lines the category they could be
 mistaken for), ``form`` (plain, disguised, benign_hard), ``transform`` (``none`` or the trick),
-``source`` (hand_written, generated) and ``topic`` (why a benign line is hard; empty otherwise).
+``source`` (hand_written, generated), ``topic`` (why a benign line is hard; empty otherwise) and
+``seed`` (the plain line a generated disguise was made from; empty otherwise).
 """
 
 from __future__ import annotations
@@ -87,6 +88,8 @@ class DevExample:
     transform: str
     source: str
     topic: str = ""
+    seed: str = ""
+    """For a generated disguise, the plain line it was made from; empty otherwise."""
 
     @property
     def harmful(self) -> bool:
@@ -156,7 +159,14 @@ def build_devset(seeds: Iterable[Seed]) -> list[DevExample]:
                     continue
                 out.append(
                     DevExample(
-                        text, seed.lang, "harmful", seed.category, "disguised", name, "generated"
+                        text,
+                        seed.lang,
+                        "harmful",
+                        seed.category,
+                        "disguised",
+                        name,
+                        "generated",
+                        seed=seed.text,
                     )
                 )
                 made += 1

@@ -171,3 +171,34 @@ def test_served_config_reads_the_moderation_model() -> None:
     config = json.loads(args["model_config"])
     assert [o["name"] for o in config["output"]] == ["SENTIMENT", "INTENT", "TOXICITY"]
     assert config["parameters"]["toxicity_file"]["string_value"] == "../toxicity/2/model.onnx"
+
+
+def test_if_plain_caught_counts_only_disguises_of_caught_seeds() -> None:
+    """Seed a is caught, seed b is not: a's disguises (1 of 2 caught) give if_plain_caught 0.5,
+    while b's caught disguise still counts in the overall disguised catch (2 of 3)."""
+
+    def line(text: str, form: str, seed: str = "") -> DevExample:
+        transform = "leet" if form == "disguised" else "none"
+        source = "generated" if seed else "hand_written"
+        return DevExample(text, "zh", "harmful", "hate", form, transform, source, "", seed)
+
+    examples = [
+        line("a", "plain"),
+        line("a1", "disguised", "a"),
+        line("a2", "disguised", "a"),
+        line("b", "plain"),
+        line("b1", "disguised", "b"),
+    ]
+    results = [
+        _result(Decision.BLOCK),
+        _result(Decision.FLAG),
+        _result(Decision.ALLOW),
+        _result(Decision.ALLOW),
+        _result(Decision.FLAG),
+    ]
+    disguised = grade(examples, results)["by_lang"]["zh"]["disguised"]
+    assert disguised["catch"] == 0.6667
+    assert disguised["n_plain_caught"] == 2
+    assert disguised["if_plain_caught"] == 0.5
+    leet = grade(examples, results)["by_transform"]["zh"]["leet"]
+    assert leet["if_plain_caught"] == 0.5
