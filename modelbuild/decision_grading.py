@@ -152,7 +152,7 @@ def _line(label: str, group: dict[str, Any]) -> str:
         f"{label} n={group['n']:4d} catch={group['catch']:.4f} "
         f"rule_blocked={group['blocked_by_rules']:.4f} escalated_only={group['escalated_only']:.4f}"
     )
-    if "if_plain_caught" in group:
+    if group.get("n_plain_caught"):
         line += f" if_plain_caught={group['if_plain_caught']:.4f} (n={group['n_plain_caught']})"
     return line
 
