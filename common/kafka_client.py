@@ -8,17 +8,20 @@ SASL PLAIN/SCRAM, OAUTHBEARER) is configured once, in the settings, for all of t
 
 The returned mapping holds the SASL password in clear (aiokafka wants a ``str``): it is handed
 straight to a constructor, and its ``repr`` masks the secret should it ever be printed.
+aiokafka itself is imported only when a token provider is loaded (the review service imports
+it lazily).
 """
 
 from __future__ import annotations
 
 import importlib
 import ssl
-from typing import Any
-
-from aiokafka.abc import AbstractTokenProvider
+from typing import TYPE_CHECKING, Any
 
 from common.settings import KafkaSettings
+
+if TYPE_CHECKING:
+    from aiokafka.abc import AbstractTokenProvider
 
 __all__ = [
     "ClientKwargs",
@@ -83,6 +86,8 @@ def load_token_provider(import_path: str) -> AbstractTokenProvider:
     The attribute is either an ``AbstractTokenProvider`` instance or a subclass, which is
     instantiated without arguments (read its own configuration from the environment).
     """
+    from aiokafka.abc import AbstractTokenProvider  # heavy: only when OAUTHBEARER is used
+
     module_name, _, attribute = import_path.partition(":")
     try:
         module = importlib.import_module(module_name)

@@ -17,7 +17,8 @@ import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from common.settings import project_root
+from common.kafka_client import kafka_client_kwargs
+from common.settings import KafkaSettings, project_root
 from stack._sync import run_sync
 from stack.errors import ServiceStartError, ToolMissingError
 from stack.process import port_is_open
@@ -100,12 +101,12 @@ def new_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
-async def _describe_cluster(bootstrap: str) -> bool:
+async def _describe_cluster(target: KafkaSettings | str) -> bool:
     from aiokafka.admin import AIOKafkaAdminClient  # heavy import, only when probing
     from aiokafka.errors import KafkaError
 
     admin = AIOKafkaAdminClient(
-        bootstrap_servers=bootstrap,
+        **kafka_client_kwargs(target),
         request_timeout_ms=_PROBE_TIMEOUT_MS,
         client_id="modstream-stack-probe",
     )
