@@ -17,6 +17,8 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
+from common.kafka_access import KafkaAccessError, verify_kafka_access
+from common.kafka_client import KafkaClientConfigError
 from common.logs import configure_logging, get_logger
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
@@ -337,13 +339,21 @@ async def _run_until_signalled(settings: WorkerSettings) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await verify_kafka_access(settings.kafka)  # refused credentials: fatal, not retried
     await Worker(settings).run(stop)
 
 
 def _run(args: argparse.Namespace) -> int:
     settings = WorkerSettings()
     configure_logging(settings.log_level)
-    asyncio.run(_run_until_signalled(settings))
+    try:
+        asyncio.run(_run_until_signalled(settings))
+    except KafkaAccessError as exc:
+        _log.error(exc.event, broker=exc.broker, reason=exc.reason, error=str(exc))
+        return 3
+    except KafkaClientConfigError as exc:
+        _log.error("kafka_settings_unusable", error=str(exc))
+        return 2
     return 0
 
 
