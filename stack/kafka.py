@@ -179,6 +179,16 @@ class KafkaServer(LocalService):
     def marker(self) -> str:
         return str(self.properties_path)
 
+    def is_outdated(self, pid: int) -> bool:
+        """A SASL_SSL listener was asked for but the running broker was started without one."""
+        if self.secure is None:
+            return False
+        try:
+            running = self.properties_path.read_text(encoding="utf-8")
+        except OSError:
+            return True
+        return f"SASL_SSL://127.0.0.1:{self.settings.kafka_secure_port}" not in running
+
     def ports(self) -> tuple[int, ...]:
         plain = (self.settings.kafka_port, self.settings.kafka_controller_port)
         return (*plain, self.settings.kafka_secure_port) if self.secure is not None else plain

@@ -132,6 +132,15 @@ class SecureListener:
         ]
         _write_private(self.credentials_path, "\n".join(lines))
 
+    def client_environment(self) -> dict[str, str]:
+        """The ``MODSTREAM_KAFKA__*`` variables of ``client.env`` (for a worker process)."""
+        if not self.credentials_path.is_file():
+            raise ServiceStartError(
+                f"{self.credentials_path} does not exist: start the stack with "
+                "MODSTREAM_STACK__KAFKA_SECURE=true first"
+            )
+        return _read_env_file(self.credentials_path)
+
     def prepare(self) -> None:
         """Certificates and credentials, before the broker starts (cheap once made)."""
         self.ensure_certificates()
@@ -188,13 +197,7 @@ def secure_kafka_settings(stack: StackSettings, base: KafkaSettings) -> KafkaSet
     Raises ``ServiceStartError`` when the listener's credentials were never made
     (``modstream stack up`` with ``MODSTREAM_STACK__KAFKA_SECURE=true`` first).
     """
-    listener = SecureListener(stack)
-    if not listener.credentials_path.is_file():
-        raise ServiceStartError(
-            f"{listener.credentials_path} does not exist: start the stack with "
-            "MODSTREAM_STACK__KAFKA_SECURE=true first"
-        )
-    values = _read_env_file(listener.credentials_path)
+    values = SecureListener(stack).client_environment()
     fields = {
         name.removeprefix(_ENV_PREFIX).lower(): value
         for name, value in values.items()

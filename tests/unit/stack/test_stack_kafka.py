@@ -172,3 +172,17 @@ def test_secure_kafka_settings_without_a_secure_stack(tmp_path: Path) -> None:
     """Asking for the secure settings of a stack never started with kafka_secure says so."""
     with pytest.raises(ServiceStartError, match="MODSTREAM_STACK__KAFKA_SECURE=true"):
         secure_kafka_settings(_secure(tmp_path), KafkaSettings())
+
+
+def test_running_broker_without_the_secure_listener_is_outdated(tmp_path: Path) -> None:
+    """A broker started from properties without SASL_SSL is outdated only once kafka_secure is
+    asked for (so up restarts it with the listener); a plaintext stack is never outdated."""
+    plain = StackSettings(state_dir=tmp_path, kafka_port=29092, kafka_controller_port=29093)
+    server = KafkaServer(plain)
+    server.directory.mkdir(parents=True)
+    server.properties_path.write_text(render_server_properties(plain, server.data_dir))
+    assert not server.is_outdated(1)
+    secure = KafkaServer(_secure(tmp_path))
+    assert secure.is_outdated(1)
+    secure.properties_path.write_text(render_server_properties(_secure(tmp_path), tmp_path))
+    assert not secure.is_outdated(1)
