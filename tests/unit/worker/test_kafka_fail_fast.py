@@ -21,7 +21,7 @@ def _quiet_logging(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_refused_login_logs_one_event_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
     """A KafkaAuthenticationError from the start-up check logs kafka_authentication_failed with
-    the broker and no password, and the command returns 3 before the worker runs."""
+    the broker and no password, and the command exits 3 before the worker runs."""
     for name, value in {
         "MODSTREAM_KAFKA__SECURITY_PROTOCOL": "SASL_PLAINTEXT",
         "MODSTREAM_KAFKA__SASL_MECHANISM": "SCRAM-SHA-256",
@@ -41,8 +41,9 @@ def test_refused_login_logs_one_event_and_exits_3(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(app, "verify_kafka_access", refuse)
     monkeypatch.setattr(app.Worker, "run", never_run)
     _quiet_logging(monkeypatch)
-    with capture_logs() as events:
-        assert app._run(argparse.Namespace()) == 3
+    with capture_logs() as events, pytest.raises(SystemExit) as exited:
+        app._run(argparse.Namespace())
+    assert exited.value.code == 3
     failures = [e for e in events if e["event"] == "kafka_authentication_failed"]
     assert len(failures) == 1
     assert failures[0]["log_level"] == "error"
@@ -52,7 +53,7 @@ def test_refused_login_logs_one_event_and_exits_3(monkeypatch: pytest.MonkeyPatc
 
 def test_unusable_token_provider_exits_2(monkeypatch: pytest.MonkeyPatch) -> None:
     """An OAUTHBEARER token provider that cannot be imported logs kafka_settings_unusable and
-    the command returns 2 without connecting anywhere."""
+    the command exits 2 without connecting anywhere."""
     for name, value in {
         "MODSTREAM_KAFKA__SECURITY_PROTOCOL": "SASL_SSL",
         "MODSTREAM_KAFKA__SASL_MECHANISM": "OAUTHBEARER",
@@ -60,8 +61,9 @@ def test_unusable_token_provider_exits_2(monkeypatch: pytest.MonkeyPatch) -> Non
     }.items():
         monkeypatch.setenv(name, value)
     _quiet_logging(monkeypatch)
-    with capture_logs() as events:
-        assert app._run(argparse.Namespace()) == 2
+    with capture_logs() as events, pytest.raises(SystemExit) as exited:
+        app._run(argparse.Namespace())
+    assert exited.value.code == 2
     unusable = [e for e in events if e["event"] == "kafka_settings_unusable"]
     assert len(unusable) == 1
     assert "no_such_module_abc" in str(unusable[0]["error"])
