@@ -30,6 +30,8 @@ import asyncpg
 import orjson
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
+from common.kafka_client import kafka_client_kwargs
+from common.settings import KafkaSettings
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
 from pipelines.rules import RuleEngine, default_ruleset
@@ -65,8 +67,8 @@ def chat_records(count: int, seed: int, prefix: str) -> list[SampleRecord]:
     return out
 
 
-async def _create_topic(bootstrap: str, topic: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+async def _create_topic(kafka: KafkaSettings, topic: str) -> None:
+    admin = AIOKafkaAdminClient(**kafka_client_kwargs(kafka))
     await admin.start()
     try:
         await admin.create_topics([NewTopic(topic, _PARTITIONS, 1)])
@@ -83,8 +85,8 @@ def _ready(url: str) -> bool:
 
 
 async def run_e2e(settings: WorkerSettings, records: list[SampleRecord], topic: str) -> float:
-    await _create_topic(settings.kafka.bootstrap_servers, topic)
-    await produce(settings.kafka.bootstrap_servers, topic, records)
+    await _create_topic(settings.kafka, topic)
+    await produce(settings.kafka, topic, records)
     env = dict(os.environ)
     env.update(
         {

@@ -16,6 +16,7 @@ from typing import Any
 import asyncpg
 import orjson
 
+from common.kafka_client import kafka_security_kwargs
 from common.logs import get_logger
 from common.publishing import (
     DurableRecord,
@@ -51,6 +52,7 @@ class KafkaDecisionPublisher:
                     enable_idempotence=True,
                     client_id="modstream-review",
                     request_timeout_ms=int(self._timeout_s * 1000),
+                    **kafka_security_kwargs(self._kafka),
                 )
                 try:
                     await producer.start()

@@ -3,6 +3,10 @@
 Starts the stack (idempotent), migrates, starts a worker process, produces a built-in sample
 stream (English and Chinese; benign, abusive, spam and a few malformed records), waits until
 every produced record has a verdict or a dead letter, and prints what happened and where to look.
+
+``--secure`` runs the same over SASL_SSL: the broker also serves its SCRAM-SHA-512 listener
+(``stack.kafka_secure``; a broker running without it is restarted with it), and the worker, the
+producer and the offset look-ups all log in there with the stack's ``client.env`` credentials.
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from typing import Any
 import asyncpg
 
 from admin.migrate import migrate
+from common.settings import KafkaSettings
 from review.settings import ReviewServiceSettings, ReviewSettings
+from stack.kafka_secure import SecureListener, secure_kafka_settings
 from stack.kafka_tools import end_offsets
 from stack.samples import produce, sample_stream
 from stack.settings import StackToolSettings
@@ -93,12 +99,25 @@ async def _run_demo(
     review: ReviewSettings,
     count: int,
     log_path: Path,
+    *,
+    secure: bool = False,
 ) -> int:
     from stack.local_stack import LocalStack
 
+    if secure:
+        stack = settings.stack.model_copy(update={"kafka_secure": True})
+        settings = settings.model_copy(update={"stack": stack})
     print("1/5 starting the local stack (Kafka, PostgreSQL, Triton)...", flush=True)
     report = await asyncio.to_thread(LocalStack(settings).up)
     print(f"    started: {', '.join(report.started) or 'all were already running'}")
+    kafka: KafkaSettings = settings.kafka
+    worker_env = dict(os.environ)
+    if secure:
+        kafka = secure_kafka_settings(settings.stack, settings.kafka)
+        worker_env.update(SecureListener(settings.stack).client_environment())
+        print(
+            f"    Kafka clients use SASL_SSL ({kafka.sasl_mechanism}) at {kafka.bootstrap_servers}"
+        )
     print("2/5 applying migrations...", flush=True)
     applied = await migrate(settings)
     print(f"    applied: {applied or 'none needed'}")
@@ -113,13 +132,13 @@ async def _run_demo(
             "worker",
             stdout=log,
             stderr=log,
-            env=dict(os.environ),
+            env=worker_env,
         )
     http = f"http://{worker_http.host}:{worker_http.port}"
     try:
         await _wait_ready(f"{http}/readyz", worker, 180.0)
         topic = settings.kafka.input_topic
-        before = await end_offsets(settings.kafka.bootstrap_servers, topic)
+        before = await end_offsets(kafka, topic)
         records = list(
             sample_stream(
                 count,
@@ -130,8 +149,8 @@ async def _run_demo(
         )
         print(f"4/5 producing {len(records)} sample messages to {topic}...", flush=True)
         started = time.monotonic()
-        await produce(settings.kafka.bootstrap_servers, topic, records)
-        after = await end_offsets(settings.kafka.bootstrap_servers, topic)
+        await produce(kafka, topic, records)
+        after = await end_offsets(kafka, topic)
         ranges = {p: (before.get(p, 0), end) for p, end in after.items()}
         expected = sum(end - start for start, end in ranges.values())
         conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
@@ -213,7 +232,9 @@ def _run(args: argparse.Namespace) -> int:
     worker_http = WorkerSettings().http
     review = ReviewServiceSettings().review
     log_path = settings.stack.state_dir / "worker" / "demo-worker.log"
-    return asyncio.run(_run_demo(settings, worker_http, review, args.messages, log_path))
+    return asyncio.run(
+        _run_demo(settings, worker_http, review, args.messages, log_path, secure=args.secure)
+    )
 
 
 def register(subparsers: Any) -> None:
@@ -221,4 +242,9 @@ def register(subparsers: Any) -> None:
         "demo", help="run the pipeline end to end on the local stack with sample chat"
     )
     parser.add_argument("--messages", type=int, default=1000, help="sample messages to produce")
+    parser.add_argument(
+        "--secure",
+        action="store_true",
+        help="serve and use the broker's SASL_SSL listener (SCRAM-SHA-512, throw-away CA)",
+    )
     parser.set_defaults(handler=_run)

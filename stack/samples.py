@@ -16,6 +16,9 @@ from importlib import resources
 
 import orjson
 
+from common.kafka_client import kafka_client_kwargs
+from common.settings import KafkaSettings
+
 __all__ = ["SampleRecord", "load_texts", "produce", "sample_stream"]
 
 _MALFORMED: tuple[bytes, ...] = (
@@ -83,16 +86,21 @@ def sample_stream(
 
 
 async def produce(
-    bootstrap_servers: str, topic: str, records: list[SampleRecord], *, linger_ms: int = 20
+    target: KafkaSettings | str,
+    topic: str,
+    records: list[SampleRecord],
+    *,
+    linger_ms: int = 20,
 ) -> None:
-    """Publish ``records`` to ``topic`` (keyed by group, like a chat platform) and wait for acks."""
+    """Publish ``records`` to ``topic`` (keyed by group, like a chat platform) and wait for acks.
+
+    ``target`` is the Kafka settings (their security applies) or a plaintext bootstrap address.
+    """
     import asyncio
 
     from aiokafka import AIOKafkaProducer
 
-    producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap_servers, linger_ms=linger_ms, acks="all"
-    )
+    producer = AIOKafkaProducer(**kafka_client_kwargs(target), linger_ms=linger_ms, acks="all")
     await producer.start()
     try:
         pending = [await producer.send(topic, r.value, key=r.key) for r in records]

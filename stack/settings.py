@@ -22,6 +22,10 @@ class StackSettings(Section):
     kafka_port: int = 19092
     kafka_controller_port: int = 19093
     kafka_heap_mb: int = 512
+    kafka_secure: bool = False
+    """Also serve SASL_SSL (SCRAM-SHA-512, throw-away CA) on ``kafka_secure_port``; see
+    ``stack.kafka_secure``. The PLAINTEXT listener on ``kafka_port`` stays as it is."""
+    kafka_secure_port: int = 19094
     postgres_port: int = 15432
     postgres_tls: bool = False
     """Serve PostgreSQL over TLS only (a throw-away CA under ``<state_dir>/postgres/tls``);

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from common.kafka_client import kafka_client_kwargs
 from common.settings import KafkaSettings
 from stack._sync import run_sync
 from stack.errors import ServiceStartError
@@ -36,11 +37,13 @@ def _new_topic(factory: Any, spec: TopicSpec) -> Any:
     return factory(spec.name, num_partitions=spec.partitions, replication_factor=1)
 
 
-async def _ensure(bootstrap: str, specs: tuple[TopicSpec, ...]) -> list[str]:
+async def _ensure(target: KafkaSettings | str, specs: tuple[TopicSpec, ...]) -> list[str]:
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
     from aiokafka.errors import KafkaError
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=_ADMIN_TIMEOUT_MS)
+    kwargs = kafka_client_kwargs(target)
+    bootstrap = kwargs["bootstrap_servers"]
+    admin = AIOKafkaAdminClient(**kwargs, request_timeout_ms=_ADMIN_TIMEOUT_MS)
     try:
         await admin.start()
         existing = set(await admin.list_topics())
@@ -54,15 +57,18 @@ async def _ensure(bootstrap: str, specs: tuple[TopicSpec, ...]) -> list[str]:
         await admin.close()
 
 
-def ensure_topics(bootstrap: str, specs: tuple[TopicSpec, ...]) -> list[str]:
-    """Create the topics in ``specs`` that do not exist yet; returns the names created."""
-    return run_sync(lambda: _ensure(bootstrap, specs))
+def ensure_topics(target: KafkaSettings | str, specs: tuple[TopicSpec, ...]) -> list[str]:
+    """Create the topics in ``specs`` that do not exist yet; returns the names created.
+
+    ``target`` is the Kafka settings (with their security) or a plaintext bootstrap address.
+    """
+    return run_sync(lambda: _ensure(target, specs))
 
 
-async def _list(bootstrap: str) -> dict[str, int]:
+async def _list(target: KafkaSettings | str) -> dict[str, int]:
     from aiokafka.admin import AIOKafkaAdminClient
 
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=_ADMIN_TIMEOUT_MS)
+    admin = AIOKafkaAdminClient(**kafka_client_kwargs(target), request_timeout_ms=_ADMIN_TIMEOUT_MS)
     try:
         await admin.start()
         names = await admin.list_topics()
@@ -72,6 +78,6 @@ async def _list(bootstrap: str) -> dict[str, int]:
     return {entry["topic"]: len(entry["partitions"]) for entry in described}
 
 
-def list_topics(bootstrap: str) -> dict[str, int]:
-    """Topic name → partition count, as the broker reports it."""
-    return run_sync(lambda: _list(bootstrap))
+def list_topics(target: KafkaSettings | str) -> dict[str, int]:
+    """Topic name → partition count, as the broker reports it (settings or plaintext address)."""
+    return run_sync(lambda: _list(target))

@@ -27,6 +27,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+from common.kafka_access import KafkaAccessError, verify_kafka_access
+from common.kafka_client import KafkaClientConfigError
 from common.logs import configure_logging, get_logger
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
@@ -465,11 +467,29 @@ class Worker:
                 await asyncio.wait_for(done.wait(), 1.0)
 
 
+_EXIT_KAFKA_SETTINGS = 2
+_EXIT_KAFKA_ACCESS = 3
+
+
+async def _check_kafka_access(settings: WorkerSettings) -> None:
+    """Refused Kafka credentials or an untrusted broker (exit 3), and security files that
+    cannot be used (exit 2), end the command with one logged event instead of endless retries."""
+    try:
+        await verify_kafka_access(settings.kafka)
+    except KafkaAccessError as exc:
+        _log.error(exc.event, broker=exc.broker, reason=exc.reason, error=str(exc))
+        raise SystemExit(_EXIT_KAFKA_ACCESS) from exc
+    except KafkaClientConfigError as exc:
+        _log.error("kafka_settings_unusable", error=str(exc))
+        raise SystemExit(_EXIT_KAFKA_SETTINGS) from exc
+
+
 async def _run_until_signalled(settings: WorkerSettings) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    await _check_kafka_access(settings)
     await Worker(settings).run(stop)
 
 

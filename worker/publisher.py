@@ -13,6 +13,7 @@ from typing import Any
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
+from common.kafka_client import kafka_security_kwargs
 from common.publishing import PublishError
 from pipelines.messages import SourcePosition
 from worker.settings import KafkaSettings
@@ -37,6 +38,7 @@ class KafkaPublisher:
             acks="all",
             linger_ms=5,
             max_request_size=self._settings.max_message_bytes,
+            **kafka_security_kwargs(self._settings),
         )
         await producer.start()
         self._producer = producer

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.errors import CommitFailedError, KafkaError
 
+from common.kafka_client import kafka_security_kwargs
 from common.logs import get_logger
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.retry import backoff_s
@@ -109,6 +110,7 @@ class KafkaSource:
             session_timeout_ms=s.session_timeout_ms,
             rebalance_timeout_ms=s.rebalance_timeout_ms,
             heartbeat_interval_ms=max(1000, s.session_timeout_ms // 10),
+            **kafka_security_kwargs(s),
         )
         await consumer.start()
         consumer.subscribe(topics=[s.input_topic], listener=_Listener(self))
