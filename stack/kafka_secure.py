@@ -26,8 +26,8 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from common.settings import KafkaSettings
+from stack.certificates import CertificateAuthority, issue_certificate, make_authority
 from stack.errors import ServiceStartError
-from stack.pki import CertificateAuthority, issue_certificate, make_authority
 from stack.settings import StackSettings
 
 __all__ = [

@@ -169,7 +169,7 @@ class PostgresServer(LocalService):
     @property
     def ca_cert(self) -> Path | None:
         """The certificate clients trust (``sslrootcert``) when TLS is on."""
-        return self.tls_dir / "ca.crt" if self.settings.postgres_tls else None
+        return self.tls_dir / "ca.pem" if self.settings.postgres_tls else None
 
     def login_dsn(self, role: str, database: str = APP_DATABASE) -> str:
         """The connection string of ``role`` (verifying the server's certificate with TLS)."""

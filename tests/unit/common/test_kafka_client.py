@@ -20,7 +20,7 @@ from common.kafka_client import (
     load_token_provider,
 )
 from common.settings import KafkaSettings, ServiceSettings
-from stack.pki import (
+from stack.certificates import (
     CertificateAuthority,
     IssuedCertificate,
     issue_certificate,

@@ -89,7 +89,7 @@ def test_tls_dsns_verify_the_server(tmp_path: Path) -> None:
     server = PostgresServer(
         StackSettings(state_dir=tmp_path, postgres_port=25432, postgres_tls=True)
     )
-    ca = tmp_path / "postgres" / "tls" / "ca.crt"
+    ca = tmp_path / "postgres" / "tls" / "ca.pem"
     assert server.dsn == (
         f"postgresql://modstream@127.0.0.1:25432/modstream?sslmode=verify-full&sslrootcert={ca}"
     )
