@@ -4,7 +4,8 @@ The client talks to a pool of replicas (``worker.replicas``; one replica with a 
 ``triton.grpc_url``): one long-lived channel and one circuit breaker each, round-robin over the
 healthy ones. Only UNAVAILABLE and DEADLINE_EXCEEDED are retried, on another replica while there
 is one, with jittered backoff, within the call's deadline (``request_timeout_s``) and a retry
-budget shared by the pool; INVALID_ARGUMENT and contract violations are never retried. Only when
+budget shared by the pool (NOT_FOUND too: the model is not loaded on that replica);
+INVALID_ARGUMENT and contract violations are never retried. Only when
 every replica's breaker is open do calls fail fast (``InferenceUnavailable``), so the worker can
 fall back to rules-only verdicts.
 """
@@ -36,7 +37,12 @@ __all__ = [
     "client_options",
 ]
 
-_RETRIABLE_STATUSES = frozenset({"StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED"})
+_RETRIABLE_STATUSES = frozenset(
+    {"StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED", "StatusCode.NOT_FOUND"}
+)
+"""NOT_FOUND (no such model or version) is the replica's state, not the request's: a server
+shutting down unloads its models before it stops listening, and one starting up has not loaded
+them yet. Another replica may have the model; the half-open probe asks model-ready anyway."""
 _RECONNECT_BACKOFF_MS = (500, 2_000)
 """gRPC's reconnect backoff (initial, max): the default max of 120 s would keep the worker on
 rules-only verdicts for minutes after Triton is back."""

@@ -51,12 +51,15 @@ class FakeReplica:
         self.timeouts = [] if timeouts is None else timeouts
         self.down = False
         self.hang = False
+        self.unloaded = False
         self.delay_s = 0.0
         self.ready = True
         self.ready_calls = 0
 
     async def infer(self, model_name: str, inputs: list[Any], **kwargs: Any) -> _Response:
         self.log.append(self.url)
+        if self.unloaded:
+            raise InferenceServerException("unknown model", status="StatusCode.NOT_FOUND")
         self.timeouts.append(float(kwargs["client_timeout"]))
         if self.hang:
             await asyncio.Event().wait()
@@ -161,6 +164,17 @@ async def test_retry_lands_on_another_replica() -> None:
     assert len(result.scores) == 2
     assert rig.log == ["a:8001", "b:8001"]
     assert rig.state("a:8001") is BreakerState.CLOSED  # one failure, threshold 5
+
+
+async def test_replica_without_the_model_is_retried_elsewhere() -> None:
+    """NOT_FOUND (a replica shutting down has unloaded its model) goes to another replica and
+    counts against that replica's breaker."""
+    rig = await _started(breaker_failure_threshold=1)
+    rig.fakes["a:8001"].unloaded = True
+    result = await rig.client.infer(["hi"])
+    assert len(result.scores) == 1
+    assert rig.log == ["a:8001", "b:8001"]
+    assert rig.state("a:8001") is BreakerState.OPEN
 
 
 async def test_concurrent_retry_avoids_the_replica_that_failed() -> None:
