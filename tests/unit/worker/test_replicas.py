@@ -379,3 +379,35 @@ def test_conflicting_or_duplicate_urls_are_refused() -> None:
         TritonSettings(grpc_urls=("a:1", "a:1"))
     with pytest.raises(pydantic.ValidationError, match="empty"):
         TritonSettings(grpc_urls=("a:1", " "))
+
+
+async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> None:
+    """The worker's breaker watcher probes replicas even while others serve, so one returns."""
+    from worker.app import Worker
+
+    worker = Worker(WorkerSettings())
+    log: list[str] = []
+    fakes = {url: FakeReplica(url, log) for url in URLS[:2]}
+    clock = FakeClock()
+    client = TritonModerationClient(
+        TritonSettings(grpc_urls=URLS[:2], breaker_reset_s=5.0),
+        client_factory=lambda **o: fakes[o["url"]],
+        clock=clock,
+        metrics=worker.metrics.replicas,
+    )
+    await client.start(wait_ready=False)
+    (_, b) = client.breaker.replicas
+    b.breaker.trip()
+    clock.now += 5.0
+    done = asyncio.Event()
+    watcher = asyncio.create_task(worker._watch_breaker(client, done))
+    async with asyncio.timeout(5.0):
+        while fakes["b:8001"].ready_calls == 0:  # noqa: ASYNC110 (nothing signals the probe)
+            await asyncio.sleep(0.01)
+    done.set()
+    await watcher
+    assert b.breaker.state is BreakerState.CLOSED
+    labels = {"replica": "b:8001", "state": "closed"}
+    state = "modstream_inference_replica_breaker_state"
+    assert worker.metrics.registry.get_sample_value(state, labels) == 1
+    assert worker.metrics.registry.get_sample_value("modstream_inference_breaker_open") == 0
