@@ -163,7 +163,7 @@ class Worker:
             publisher = KafkaPublisher(s.kafka)
             await publisher.start()
             stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 1.0)
-            inference = TritonModerationClient(s.triton)
+            inference = TritonModerationClient(s.triton, metrics=self.metrics.replicas)
             await inference.start(wait_ready=False)
             stack.push_async_callback(_stop_within, "triton", inference.stop, 0.5)
             try:
@@ -460,8 +460,8 @@ class Worker:
 
     async def _watch_breaker(self, inference: TritonModerationClient, done: asyncio.Event) -> None:
         while not done.is_set():
-            if inference.breaker.state is BreakerState.HALF_OPEN:
-                await inference.probe()  # the model-ready endpoint decides: close or re-open
+            # Half-open replicas ask the model-ready endpoint: close or re-open (no call else).
+            await inference.probe()
             self.metrics.breaker_open.set(int(inference.breaker.state is not BreakerState.CLOSED))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), 1.0)

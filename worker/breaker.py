@@ -1,7 +1,9 @@
 """A circuit breaker for the inference server.
 
 closed → (``failure_threshold`` consecutive failures) → open → (after ``reset_s``) → half-open:
-one probe is allowed; success closes the circuit, failure opens it again.
+one probe is allowed; success closes the circuit, failure opens it again. A probe that ends with
+neither (cancelled, an unexpected error) must :meth:`~CircuitBreaker.abandon` its slot, or the
+circuit would stay half-open with the slot taken for good.
 """
 
 from __future__ import annotations
@@ -55,6 +57,17 @@ class CircuitBreaker:
         self._failures = 0
         self._opened_at = None
         self._probing = False
+
+    def abandon(self) -> None:
+        """A call let through by :meth:`allow` ended without an answer either way: free the
+        half-open probe slot and record nothing."""
+        self._probing = False
+
+    def trip(self) -> None:
+        """Open the circuit now (a server known not to be ready), whatever the failure count."""
+        self._probing = False
+        self._failures = max(self._failures, self._threshold)
+        self._opened_at = self._clock()
 
     def record_failure(self) -> None:
         self._probing = False

@@ -4,9 +4,42 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics"]
+__all__ = ["Metrics", "ReplicaMetrics"]
 
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+
+class ReplicaMetrics:
+    """Per Triton replica (label ``replica``, its gRPC address): calls, failures, the breaker's
+    state and latency. Any service using the inference client can register these."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        r = registry
+        self.calls_total = Counter(
+            "modstream_inference_replica_calls_total",
+            "Inference calls sent to a Triton replica (retries included).",
+            ["replica"],
+            registry=r,
+        )
+        self.failures_total = Counter(
+            "modstream_inference_replica_failures_total",
+            "Inference calls a Triton replica failed, by error type.",
+            ["replica", "error"],
+            registry=r,
+        )
+        self.breaker_state = Gauge(
+            "modstream_inference_replica_breaker_state",
+            "1 for the replica's current circuit breaker state, 0 for the others.",
+            ["replica", "state"],
+            registry=r,
+        )
+        self.call_seconds = Histogram(
+            "modstream_inference_replica_call_seconds",
+            "Latency of one inference call to a Triton replica, failed calls included.",
+            ["replica"],
+            buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
 
 
 class Metrics:
@@ -87,6 +120,7 @@ class Metrics:
             "1 while the inference circuit is open.",
             registry=r,
         )
+        self.replicas = ReplicaMetrics(r)
         self.event_loop_lag_seconds = Gauge(
             "modstream_event_loop_lag_seconds",
             "How late the event loop ran a 0.5 s timer.",

@@ -27,11 +27,16 @@ __all__ = [
 
 class TritonSettings(Section):
     grpc_url: str = "127.0.0.1:18001"
+    """The one Triton replica when ``grpc_urls`` is empty."""
+    grpc_urls: tuple[str, ...] = ()
+    """A pool of replicas (``MODSTREAM_TRITON__GRPC_URLS='["a:8001","b:8001"]'``): one channel
+    and one circuit breaker each, round-robin over the healthy ones; empty means ``[grpc_url]``
+    (set one of the two, not both)."""
     model_name: str = "moderation"
     model_version: str = ""
     """Empty means the version policy's latest; set to pin, e.g. ``"1"``."""
     request_timeout_s: float = 30.0
-    """Deadline of one inference call."""
+    """Deadline of one inference call, its retries (on other replicas) included."""
     max_attempts: int = 4
     retry_budget_ratio: float = 0.2
     """Retries allowed as a fraction of recent calls, so retries cannot multiply an outage."""
@@ -49,6 +54,22 @@ class TritonSettings(Section):
     """Client key for mutual TLS (with ``certificate_chain``)."""
     certificate_chain: Path | None = None
     """Client certificate chain for mutual TLS (with ``private_key``)."""
+
+    @property
+    def replica_urls(self) -> list[str]:
+        """The replicas to talk to: ``grpc_urls``, or ``grpc_url`` alone."""
+        return list(self.grpc_urls) or [self.grpc_url]
+
+    @model_validator(mode="after")
+    def _check_urls(self) -> TritonSettings:
+        if self.grpc_urls and "grpc_url" in self.model_fields_set:
+            raise ValueError("set triton.grpc_url (one replica) or triton.grpc_urls, not both")
+        urls = self.replica_urls
+        if any(not url.strip() for url in urls):
+            raise ValueError("triton.grpc_urls: empty address")
+        if len(set(urls)) != len(urls):
+            raise ValueError(f"triton.grpc_urls: an address is listed twice: {urls}")
+        return self
 
     @model_validator(mode="after")
     def _check_tls_files(self) -> TritonSettings:

@@ -36,15 +36,17 @@ class ReadyOnlyTriton:
         raise AssertionError("probing must not send an inference request")
 
 
-def _opened(fake: ReadyOnlyTriton) -> tuple[TritonModerationClient, CircuitBreaker, FakeClock]:
+async def _opened(
+    fake: ReadyOnlyTriton,
+) -> tuple[TritonModerationClient, CircuitBreaker, FakeClock]:
     clock = FakeClock()
     settings = TritonSettings(breaker_failure_threshold=2, breaker_reset_s=5.0)
-    breaker = CircuitBreaker(2, 5.0, clock=clock)
-    breaker.record_failure()
-    breaker.record_failure()
-    client = TritonModerationClient(settings, breaker)
-    client._client = fake
-    return client, breaker, clock
+    client = TritonModerationClient(settings, client_factory=lambda **_: fake, clock=clock)
+    await client.start(wait_ready=False)
+    (replica,) = client.breaker.replicas
+    replica.breaker.record_failure()
+    replica.breaker.record_failure()
+    return client, replica.breaker, clock
 
 
 def _state(breaker: CircuitBreaker) -> BreakerState:
@@ -54,7 +56,7 @@ def _state(breaker: CircuitBreaker) -> BreakerState:
 async def test_open_circuit_is_not_probed_before_the_reset_time() -> None:
     """While open (before ``breaker_reset_s``), probe answers False without asking the server."""
     fake = ReadyOnlyTriton(ready=True)
-    client, breaker, _ = _opened(fake)
+    client, breaker, _ = await _opened(fake)
     assert not await client.probe()
     assert fake.ready_calls == 0
     assert _state(breaker) is BreakerState.OPEN
@@ -63,7 +65,7 @@ async def test_open_circuit_is_not_probed_before_the_reset_time() -> None:
 async def test_half_open_probe_closes_when_the_model_is_ready() -> None:
     """After the reset time one readiness probe runs; a ready model closes the circuit."""
     fake = ReadyOnlyTriton(ready=True)
-    client, breaker, clock = _opened(fake)
+    client, breaker, clock = await _opened(fake)
     clock.now += 5.0
     assert _state(breaker) is BreakerState.HALF_OPEN
     assert await client.probe()
@@ -74,7 +76,7 @@ async def test_half_open_probe_closes_when_the_model_is_ready() -> None:
 async def test_half_open_probe_reopens_when_not_ready() -> None:
     """A model that is not ready re-opens the circuit for another reset period."""
     fake = ReadyOnlyTriton(ready=False)
-    client, breaker, clock = _opened(fake)
+    client, breaker, clock = await _opened(fake)
     clock.now += 5.0
     assert not await client.probe()
     assert _state(breaker) is BreakerState.OPEN
@@ -85,7 +87,7 @@ async def test_half_open_probe_reopens_when_not_ready() -> None:
 async def test_closed_circuit_needs_no_probe() -> None:
     """With the circuit closed probe is True and makes no call."""
     fake = ReadyOnlyTriton(ready=False)
-    client = TritonModerationClient(TritonSettings())
-    client._client = fake
+    client = TritonModerationClient(TritonSettings(), client_factory=lambda **_: fake)
+    await client.start(wait_ready=False)
     assert await client.probe()
     assert fake.ready_calls == 0

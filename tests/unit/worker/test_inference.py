@@ -91,21 +91,28 @@ def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(inference_module, "backoff_s", lambda *_a, **_k: 0.0)
 
 
-def _client(
+async def _client(
     fake: FakeTriton, *, max_attempts: int = 4, threshold: int = 5, clock: FakeClock | None = None
 ) -> TritonModerationClient:
     settings = TritonSettings(max_attempts=max_attempts, breaker_failure_threshold=threshold)
-    breaker = CircuitBreaker(threshold, settings.breaker_reset_s, clock=clock or FakeClock())
-    client = TritonModerationClient(settings, breaker)
-    client._client = fake
+    client = TritonModerationClient(
+        settings, client_factory=lambda **_: fake, clock=clock or FakeClock()
+    )
+    await client.start(wait_ready=False)
     return client
+
+
+def _breaker(client: TritonModerationClient) -> CircuitBreaker:
+    """The breaker of the client's one replica."""
+    (replica,) = client.breaker.replicas
+    return replica.breaker
 
 
 @pytest.mark.parametrize("status", [UNAVAILABLE, DEADLINE])
 async def test_transient_status_is_retried(status: str) -> None:
     """UNAVAILABLE and DEADLINE_EXCEEDED are retried, and the retry's answer is returned."""
     fake = FakeTriton([status])
-    result = await _client(fake).infer(["hi", "there"])
+    result = await (await _client(fake)).infer(["hi", "there"])
     assert fake.calls == 2
     assert len(result.scores) == 2
     assert result.model_version == "3"
@@ -117,7 +124,7 @@ async def test_transient_status_is_retried(status: str) -> None:
 async def test_transport_errors_are_unavailable_and_retried(error: BaseException) -> None:
     """Timeouts and socket errors are wrapped as InferenceUnavailable and retried."""
     fake = FakeTriton([error])
-    result = await _client(fake).infer(["hi"])
+    result = await (await _client(fake)).infer(["hi"])
     assert fake.calls == 2
     assert len(result.scores) == 1
 
@@ -125,11 +132,11 @@ async def test_transport_errors_are_unavailable_and_retried(error: BaseException
 async def test_invalid_argument_is_rejected_without_retry() -> None:
     """INVALID_ARGUMENT raises InferenceRejected after one call and does not trip the breaker."""
     fake = FakeTriton([INVALID, INVALID])
-    client = _client(fake, threshold=1)
+    client = await _client(fake, threshold=1)
     with pytest.raises(InferenceRejected, match="INVALID_ARGUMENT"):
         await client.infer(["hi"])
     assert fake.calls == 1
-    assert _state(client.breaker) is BreakerState.CLOSED
+    assert _state(_breaker(client)) is BreakerState.CLOSED
 
 
 async def test_gives_up_after_max_attempts() -> None:
@@ -137,7 +144,7 @@ async def test_gives_up_after_max_attempts() -> None:
     fake = FakeTriton()
     fake.forever = UNAVAILABLE
     with pytest.raises(InferenceUnavailable):
-        await _client(fake, max_attempts=3, threshold=100).infer(["hi"])
+        await (await _client(fake, max_attempts=3, threshold=100)).infer(["hi"])
     assert fake.calls == 3
 
 
@@ -145,7 +152,7 @@ async def test_retry_budget_limits_retries_under_a_long_outage() -> None:
     """With many attempts allowed, the retry budget still stops retrying a dead server."""
     fake = FakeTriton()
     fake.forever = UNAVAILABLE
-    client = _client(fake, max_attempts=1000, threshold=10_000)
+    client = await _client(fake, max_attempts=1000, threshold=10_000)
     with pytest.raises(InferenceUnavailable):
         await client.infer(["hi"])
     retries = fake.calls - 1
@@ -159,12 +166,12 @@ async def test_breaker_opens_then_fails_fast_without_calling() -> None:
     fake = FakeTriton()
     fake.forever = UNAVAILABLE
     clock = FakeClock()
-    client = _client(fake, max_attempts=1, threshold=3, clock=clock)
+    client = await _client(fake, max_attempts=1, threshold=3, clock=clock)
     for _ in range(3):
         with pytest.raises(InferenceUnavailable):
             await client.infer(["hi"])
     assert fake.calls == 3
-    assert _state(client.breaker) is BreakerState.OPEN
+    assert _state(_breaker(client)) is BreakerState.OPEN
     with pytest.raises(InferenceUnavailable, match="breaker"):
         await client.infer(["hi"])
     assert fake.calls == 3
@@ -173,14 +180,14 @@ async def test_breaker_opens_then_fails_fast_without_calling() -> None:
     result = await client.infer(["hi"])  # the half-open probe
     assert len(result.scores) == 1
     assert fake.calls == 4
-    assert _state(client.breaker) is BreakerState.CLOSED
+    assert _state(_breaker(client)) is BreakerState.CLOSED
 
 
 async def test_wrong_row_count_is_a_contract_violation() -> None:
     """Outputs with a different number of rows than texts raise InferenceRejected."""
     fake = FakeTriton(rows=1)
     with pytest.raises(InferenceRejected, match="rows"):
-        await _client(fake).infer(["a", "b"])
+        await (await _client(fake)).infer(["a", "b"])
     assert fake.calls == 1
 
 
@@ -191,24 +198,26 @@ async def test_rows_not_summing_to_one_are_rejected(monkeypatch: pytest.MonkeyPa
         FakeResponse, "as_numpy", lambda self, name: np.full((1, 4 if name == "INTENT" else 3), 0.9)
     )
     with pytest.raises(InferenceRejected, match="contract"):
-        await _client(fake).infer(["a"])
+        await (await _client(fake)).infer(["a"])
 
 
 async def test_empty_input_makes_no_call() -> None:
     """Scoring no texts returns an empty result without calling Triton."""
     fake = FakeTriton()
-    result = await _client(fake).infer([])
+    result = await (await _client(fake)).infer([])
     assert result.scores == []
     assert fake.calls == 0
 
 
 async def test_not_started_is_unavailable() -> None:
     """infer before start raises InferenceUnavailable; stop is safe twice."""
-    client = TritonModerationClient(TritonSettings())
+    fake = FakeTriton()
+    client = TritonModerationClient(TritonSettings(), client_factory=lambda **_: fake)
     with pytest.raises(InferenceUnavailable, match="not started"):
         await client.infer(["hi"])
-    fake = FakeTriton()
-    client._client = fake
+    await client.start(wait_ready=False)
     await client.stop()
     await client.stop()
     assert fake.closed
+    with pytest.raises(InferenceUnavailable, match="not started"):
+        await client.infer(["hi"])

@@ -1,0 +1,413 @@
+"""Tests for the Triton replica pool (worker.replicas through worker.inference): round-robin
+over healthy replicas, retries on another replica, per-replica breakers, probing and metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Any
+
+import numpy as np
+import pydantic
+import pytest
+from prometheus_client import CollectorRegistry
+from tritonclient.utils import InferenceServerException
+
+import worker.inference as inference_module
+from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS
+from worker.breaker import BreakerState
+from worker.inference import InferenceUnavailable, TritonModerationClient
+from worker.metrics import ReplicaMetrics
+from worker.replicas import Replica
+from worker.settings import TritonSettings, WorkerSettings
+
+UNAVAILABLE = "StatusCode.UNAVAILABLE"
+URLS = ("a:8001", "b:8001", "c:8001")
+
+
+class _Meta:
+    model_version = "1"
+
+
+class _Response:
+    def __init__(self, n: int, served_by: str) -> None:
+        self.n = n
+        self.served_by = served_by
+
+    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
+        width = {"SENTIMENT": SENTIMENT_LABELS, "INTENT": INTENT_LABELS}.get(name, TOXICITY_LABELS)
+        return np.full((self.n, len(width)), 1.0 / len(width))
+
+    def get_response(self) -> _Meta:
+        return _Meta()
+
+
+class FakeReplica:
+    """One fake Triton server: answers, or fails with UNAVAILABLE while ``down``."""
+
+    def __init__(self, url: str, log: list[str], timeouts: list[float] | None = None) -> None:
+        self.url = url
+        self.log = log
+        self.timeouts = [] if timeouts is None else timeouts
+        self.down = False
+        self.hang = False
+        self.unloaded = False
+        self.delay_s = 0.0
+        self.ready = True
+        self.ready_calls = 0
+
+    async def infer(self, model_name: str, inputs: list[Any], **kwargs: Any) -> _Response:
+        self.log.append(self.url)
+        if self.unloaded:
+            raise InferenceServerException("unknown model", status="StatusCode.NOT_FOUND")
+        self.timeouts.append(float(kwargs["client_timeout"]))
+        if self.hang:
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.delay_s)
+        if self.down:
+            raise InferenceServerException("down", status=UNAVAILABLE)
+        return _Response(int(inputs[0].shape()[0]), self.url)
+
+    async def is_server_ready(self, **_: Any) -> bool:
+        self.ready_calls += 1
+        if self.hang:
+            await asyncio.Event().wait()
+        return self.ready
+
+    async def is_model_ready(self, *_: Any, **__: Any) -> bool:
+        return self.ready
+
+    async def close(self) -> None:
+        return None
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Rig:
+    """A client over fake replicas, with a fake clock and its own metrics registry."""
+
+    def __init__(self, urls: tuple[str, ...] = URLS, **settings: Any) -> None:
+        self.log: list[str] = []
+        self.timeouts: list[float] = []
+        self.fakes = {url: FakeReplica(url, self.log, self.timeouts) for url in urls}
+        self.clock = FakeClock()
+        self.registry = CollectorRegistry()
+        options: dict[str, Any] = {
+            "grpc_urls": urls,
+            "breaker_failure_threshold": 1,
+            "breaker_reset_s": 5.0,
+            **settings,
+        }
+        self.client = TritonModerationClient(
+            TritonSettings(**options),
+            client_factory=lambda **o: self.fakes[o["url"]],
+            clock=self.clock,
+            metrics=ReplicaMetrics(self.registry),
+        )
+
+    def replica(self, url: str) -> Replica:
+        return next(r for r in self.client.breaker.replicas if r.url == url)
+
+    def state(self, url: str) -> BreakerState:
+        return self.replica(url).breaker.state
+
+    def pool_state(self) -> BreakerState:
+        return self.client.breaker.state
+
+    def sample(self, name: str, **labels: str) -> float:
+        return self.registry.get_sample_value(name, labels) or 0.0
+
+    async def calls(self, n: int) -> None:
+        for _ in range(n):
+            await self.client.infer(["hi"])
+
+
+@pytest.fixture(autouse=True)
+def _no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries in these tests must not sleep."""
+    monkeypatch.setattr(inference_module, "backoff_s", lambda *_a, **_k: 0.0)
+
+
+async def _started(**settings: Any) -> Rig:
+    rig = Rig(**settings)
+    await rig.client.start(wait_ready=False)
+    return rig
+
+
+async def test_calls_go_round_robin() -> None:
+    """Healthy replicas take calls in turn: a, b, c, a, b, c."""
+    rig = await _started()
+    await rig.calls(6)
+    assert rig.log == ["a:8001", "b:8001", "c:8001"] * 2
+
+
+async def test_open_replica_is_skipped() -> None:
+    """A replica whose breaker is open gets no calls; the others share them in turn."""
+    rig = await _started()
+    rig.replica("b:8001").breaker.trip()
+    await rig.calls(4)
+    assert rig.log == ["a:8001", "c:8001", "a:8001", "c:8001"]
+    assert rig.pool_state() is BreakerState.CLOSED
+
+
+async def test_retry_lands_on_another_replica() -> None:
+    """A call that fails with UNAVAILABLE is retried on the next replica, and succeeds there."""
+    rig = await _started(breaker_failure_threshold=5)
+    rig.fakes["a:8001"].down = True
+    result = await rig.client.infer(["hi", "there"])
+    assert len(result.scores) == 2
+    assert rig.log == ["a:8001", "b:8001"]
+    assert rig.state("a:8001") is BreakerState.CLOSED  # one failure, threshold 5
+
+
+async def test_replica_without_the_model_is_retried_elsewhere() -> None:
+    """NOT_FOUND (a replica shutting down has unloaded its model) goes to another replica and
+    counts against that replica's breaker."""
+    rig = await _started(breaker_failure_threshold=1)
+    rig.fakes["a:8001"].unloaded = True
+    result = await rig.client.infer(["hi"])
+    assert len(result.scores) == 1
+    assert rig.log == ["a:8001", "b:8001"]
+    assert rig.state("a:8001") is BreakerState.OPEN
+
+
+async def test_concurrent_retry_avoids_the_replica_that_failed() -> None:
+    """A retry skips the replica its call already tried even when round-robin points back at it
+    (another call took the next turn meanwhile)."""
+    rig = await _started(grpc_urls=("a:8001", "b:8001"), breaker_failure_threshold=5)
+    rig.fakes["a:8001"].down = True
+    rig.fakes["a:8001"].delay_s = 0.05
+    await asyncio.gather(rig.client.infer(["one"]), rig.client.infer(["two"]))
+    assert rig.log == ["a:8001", "b:8001", "b:8001"]
+
+
+async def test_failed_replica_opens_and_traffic_moves_on() -> None:
+    """A down replica trips its own breaker; callers see no error and later calls skip it."""
+    rig = await _started()
+    rig.fakes["b:8001"].down = True
+    await rig.calls(5)
+    assert rig.state("b:8001") is BreakerState.OPEN
+    assert rig.log.count("b:8001") == 1
+    assert rig.pool_state() is BreakerState.CLOSED
+
+
+async def test_half_open_probe_returns_a_replica() -> None:
+    """After the reset time the model-ready probe closes a ready replica, which gets calls again;
+    a replica still not ready stays out for another reset period."""
+    rig = await _started()
+    rig.replica("b:8001").breaker.trip()
+    rig.fakes["b:8001"].ready = False
+    assert await rig.client.probe()
+    assert rig.fakes["b:8001"].ready_calls == 0  # open, before the reset time: no probe
+    rig.clock.now += 5.0
+    assert await rig.client.probe()
+    assert rig.fakes["b:8001"].ready_calls == 1
+    assert rig.state("b:8001") is BreakerState.OPEN
+    rig.fakes["b:8001"].ready = True
+    rig.clock.now += 5.0
+    assert await rig.client.probe()
+    assert rig.state("b:8001") is BreakerState.CLOSED
+    rig.log.clear()
+    await rig.calls(3)
+    assert sorted(rig.log) == sorted(URLS)
+
+
+async def test_probe_makes_no_call_while_every_replica_is_closed() -> None:
+    """Probing a healthy pool asks no replica anything."""
+    rig = await _started()
+    assert await rig.client.probe()
+    assert all(fake.ready_calls == 0 for fake in rig.fakes.values())
+
+
+async def test_every_breaker_open_is_unavailable_without_calls() -> None:
+    """With every replica's breaker open the pool fails fast: InferenceUnavailable, no call."""
+    rig = await _started()
+    for fake in rig.fakes.values():
+        fake.down = True
+    with pytest.raises(InferenceUnavailable):
+        await rig.client.infer(["hi"])
+    assert rig.pool_state() is BreakerState.OPEN
+    rig.log.clear()
+    with pytest.raises(InferenceUnavailable, match="every replica"):
+        await rig.client.infer(["hi"])
+    assert rig.log == []
+    assert not await rig.client.probe()
+
+
+async def test_pool_is_half_open_then_a_call_probes_one_replica() -> None:
+    """With no replica closed and one half-open, the next call goes to it and closes it."""
+    rig = await _started()
+    for replica in rig.client.breaker.replicas:
+        replica.breaker.trip()
+    rig.clock.now += 5.0
+    assert rig.pool_state() is BreakerState.HALF_OPEN
+    await rig.client.infer(["hi"])
+    assert len(rig.log) == 1
+    assert rig.state(rig.log[0]) is BreakerState.CLOSED
+    assert rig.pool_state() is BreakerState.CLOSED
+
+
+async def test_cancelled_probe_call_frees_the_half_open_slot() -> None:
+    """A call that held a replica's half-open slot and was cancelled does not keep it."""
+    rig = await _started(grpc_urls=("a:8001",))
+    replica = rig.replica("a:8001")
+    replica.breaker.trip()
+    rig.clock.now += 5.0
+    rig.fakes["a:8001"].hang = True
+    call = asyncio.create_task(rig.client.infer(["hi"]))
+    await asyncio.sleep(0.01)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert replica.breaker.allow()
+
+
+async def test_cancelled_probe_frees_the_half_open_slot() -> None:
+    """A model-ready probe cancelled mid-way leaves the replica probeable again."""
+    rig = await _started(grpc_urls=("a:8001",))
+    replica = rig.replica("a:8001")
+    replica.breaker.trip()
+    rig.clock.now += 5.0
+    rig.fakes["a:8001"].hang = True
+    probe = asyncio.create_task(rig.client.probe())
+    await asyncio.sleep(0.01)
+    probe.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await probe
+    assert replica.breaker.allow()
+
+
+async def test_retries_share_one_deadline() -> None:
+    """Each retry gets only what is left of ``request_timeout_s``; past it the call gives up."""
+    rig = await _started(breaker_failure_threshold=5, request_timeout_s=0.3, max_attempts=10)
+    for fake in rig.fakes.values():
+        fake.down = True
+        fake.delay_s = 0.12
+    with pytest.raises(InferenceUnavailable):
+        await rig.client.infer(["hi"])
+    timeouts = rig.timeouts
+    assert 2 <= len(timeouts) < 10  # the deadline stopped it, not max_attempts
+    assert timeouts[0] <= 0.3
+    assert timeouts == sorted(timeouts, reverse=True)
+    assert timeouts[-1] <= 0.3 - 0.12
+
+
+async def test_wait_ready_opens_replicas_that_are_not_ready() -> None:
+    """Start-up goes on once one replica is ready; the others start with their breaker open."""
+    rig = Rig()
+    rig.fakes["c:8001"].ready = False
+    await rig.client.start(wait_ready=True)
+    assert rig.state("a:8001") is BreakerState.CLOSED
+    assert rig.state("c:8001") is BreakerState.OPEN
+    await rig.calls(4)
+    assert "c:8001" not in rig.log
+
+
+async def test_wait_ready_fails_when_no_replica_is_ready() -> None:
+    """No ready replica within the timeout raises InferenceUnavailable naming the addresses."""
+    rig = Rig()
+    for fake in rig.fakes.values():
+        fake.ready = False
+    await rig.client.start(wait_ready=False)
+    with pytest.raises(InferenceUnavailable, match="a:8001"):
+        await rig.client.wait_ready(0.0)
+
+
+async def test_metrics_per_replica() -> None:
+    """Calls, failures, latency and breaker state are counted per replica (label ``replica``)."""
+    rig = await _started()
+    rig.fakes["b:8001"].down = True
+    await rig.calls(3)
+    calls = "modstream_inference_replica_calls_total"
+    assert rig.sample(calls, replica="a:8001") == 2
+    assert rig.sample(calls, replica="b:8001") == 1
+    assert rig.sample(calls, replica="c:8001") == 1
+    failures = "modstream_inference_replica_failures_total"
+    assert rig.sample(failures, replica="b:8001", error="unavailable") == 1
+    assert rig.sample(failures, replica="a:8001", error="unavailable") == 0
+    latency = "modstream_inference_replica_call_seconds_count"
+    assert rig.sample(latency, replica="a:8001") == 2
+    state = "modstream_inference_replica_breaker_state"
+    assert rig.sample(state, replica="b:8001", state="open") == 1
+    assert rig.sample(state, replica="b:8001", state="closed") == 0
+    assert rig.sample(state, replica="a:8001", state="closed") == 1
+    rig.clock.now += 5.0
+    rig.fakes["b:8001"].ready = False
+    await rig.client.probe()  # refreshes the gauges: b was half-open, probed, open again
+    assert rig.sample(state, replica="b:8001", state="open") == 1
+
+
+async def test_single_url_setting_still_works() -> None:
+    """``triton.grpc_url`` alone is a pool of one: one channel to it, its calls, its breaker."""
+    built: list[str] = []
+    log: list[str] = []
+
+    def factory(**options: Any) -> FakeReplica:
+        built.append(options["url"])
+        return FakeReplica(options["url"], log)
+
+    client = TritonModerationClient(TritonSettings(grpc_url="solo:8001"), client_factory=factory)
+    await client.start(wait_ready=False)
+    await client.infer(["hi"])
+    await client.infer(["hi"])
+    assert built == ["solo:8001"]
+    assert log == ["solo:8001", "solo:8001"]
+    assert [r.url for r in client.breaker.replicas] == ["solo:8001"]
+    assert TritonSettings().model_copy(update={"grpc_url": "x:1"}).replica_urls == ["x:1"]
+
+
+def test_grpc_urls_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MODSTREAM_TRITON__GRPC_URLS takes a JSON list of addresses."""
+    for name in list(os.environ):
+        if name.startswith("MODSTREAM_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("MODSTREAM_TRITON__GRPC_URLS", '["a:8001","b:8001"]')
+    assert WorkerSettings().triton.replica_urls == ["a:8001", "b:8001"]
+
+
+def test_conflicting_or_duplicate_urls_are_refused() -> None:
+    """Both grpc_url and grpc_urls, a repeated address or an empty one fail validation."""
+    with pytest.raises(pydantic.ValidationError, match="not both"):
+        TritonSettings(grpc_url="x:1", grpc_urls=("a:1",))
+    with pytest.raises(pydantic.ValidationError, match="twice"):
+        TritonSettings(grpc_urls=("a:1", "a:1"))
+    with pytest.raises(pydantic.ValidationError, match="empty"):
+        TritonSettings(grpc_urls=("a:1", " "))
+
+
+async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> None:
+    """The worker's breaker watcher probes replicas even while others serve, so one returns."""
+    from worker.app import Worker
+
+    worker = Worker(WorkerSettings())
+    log: list[str] = []
+    fakes = {url: FakeReplica(url, log) for url in URLS[:2]}
+    clock = FakeClock()
+    client = TritonModerationClient(
+        TritonSettings(grpc_urls=URLS[:2], breaker_reset_s=5.0),
+        client_factory=lambda **o: fakes[o["url"]],
+        clock=clock,
+        metrics=worker.metrics.replicas,
+    )
+    await client.start(wait_ready=False)
+    (_, b) = client.breaker.replicas
+    b.breaker.trip()
+    clock.now += 5.0
+    done = asyncio.Event()
+    watcher = asyncio.create_task(worker._watch_breaker(client, done))
+    async with asyncio.timeout(5.0):
+        while fakes["b:8001"].ready_calls == 0:  # noqa: ASYNC110 (nothing signals the probe)
+            await asyncio.sleep(0.01)
+    done.set()
+    await watcher
+    assert b.breaker.state is BreakerState.CLOSED
+    labels = {"replica": "b:8001", "state": "closed"}
+    state = "modstream_inference_replica_breaker_state"
+    assert worker.metrics.registry.get_sample_value(state, labels) == 1
+    assert worker.metrics.registry.get_sample_value("modstream_inference_breaker_open") == 0
