@@ -1,4 +1,10 @@
-"""Keyword rules: one Aho-Corasick automaton over the normalised text for all keyword lists."""
+"""Keyword rules: one Aho-Corasick automaton for all keyword lists, over the canonical text.
+
+A keyword matches the canonical text or one of its leetspeak readings (``sh1t``), a ``*`` mask
+that fits it (``f*ck``, ``pipelines.rules.masks``), or, for Chinese keywords, the message's pinyin
+readings (``shabi``, ``nmsl``, ``煞笔``; ``pipelines.rules.pinyin_keywords``). Keywords of
+space-separated scripts need word boundaries; Chinese keywords match anywhere.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,10 @@ from collections.abc import Sequence
 
 import ahocorasick
 
+from pipelines.canonical import CanonicalText
 from pipelines.rules.config import KeywordRule
+from pipelines.rules.masks import MaskMatcher
+from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
 
 __all__ = ["KeywordMatcher", "is_boundary_char", "needs_boundary"]
 
@@ -40,9 +49,9 @@ def needs_boundary(char: str) -> bool:
 
 
 class KeywordMatcher:
-    """Finds which keyword rules match a normalised text, in one pass over it."""
+    """Finds which keyword rules match a canonical text and its readings."""
 
-    __slots__ = ("_automaton", "_empty")
+    __slots__ = ("_automaton", "_empty", "_masks", "_pinyin")
 
     def __init__(self, rules: Sequence[KeywordRule]) -> None:
         entries: dict[str, list[str]] = {}
@@ -61,9 +70,24 @@ class KeywordMatcher:
         self._empty = not entries
         if entries:
             self._automaton.make_automaton()
+        self._masks = MaskMatcher(entries)
+        self._pinyin = PinyinKeywordMatcher(entries)
 
-    def match(self, text: str) -> set[str]:
-        """The ids of the rules with at least one keyword in ``text`` (already normalised)."""
+    def match(self, canonical: CanonicalText) -> set[str]:
+        """The ids of the rules with a keyword in ``canonical`` or in one of its readings."""
+        found = self.match_text(canonical.text)
+        if self._empty:
+            return found
+        for reading in canonical.leet:
+            found |= self.match_text(reading)
+        if canonical.masks:
+            found |= self._masks.match(canonical.masks)
+        if canonical.pinyin.words or canonical.pinyin.syllables:
+            found |= self._pinyin.match(canonical.pinyin)
+        return found
+
+    def match_text(self, text: str) -> set[str]:
+        """The ids of the rules with at least one keyword literally in ``text`` (canonical)."""
         found: set[str] = set()
         if self._empty or not text:
             return found
