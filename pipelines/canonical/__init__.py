@@ -21,8 +21,11 @@ Readings for matching only (never scored, never stored), computed from the base 
 7. ``links``: defanged links restored (``hxxp``, ``[.]``, ``dot com``) -> ``CanonicalText.links``;
 8. ``leet``: tokens mixing letters with digits or symbols read as letters (``sh1t``) and
    ``*``-masked tokens (``f*ck``) -> ``CanonicalText.leet``, ``CanonicalText.masks``;
-9. ``pinyin``: the pinyin syllables of Han text and the pinyin-looking Latin words
-   -> ``CanonicalText.pinyin``; keyword lists get their pinyin forms with ``keyword_forms``.
+9. ``pinyin``: the fuzzy pinyin syllables of Han text (and of the one-syllable Latin words in
+   it) -> ``CanonicalText.pinyin``, for homophones; keyword lists get their pinyin forms
+   (syllables, spellings such as ``shabi``, initials such as ``nmsl``) with ``keyword_forms``.
+   A Latin word typed in pinyin is its own reading: the spellings and initials of the keywords
+   are matched against the base text as words.
 
 ``canonical_form(text)`` is the base text alone, for keyword lists: a list and a message that
 spell a word the same way agree.

@@ -23,6 +23,8 @@ from pipelines.canonical.scripts import is_latin_letter
 __all__ = ["confusable_table", "fold_confusables"]
 
 _WORD = re.compile(r"[^\W\d_]+")
+# Characters that are never in the table: ASCII, CJK punctuation and ideographs, full-width forms.
+_CANDIDATE = re.compile("[^\x00-\x7f\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
 
 
 @cache
@@ -51,6 +53,8 @@ def fold_confusables(text: str) -> str:
     if text.isascii():
         return text
     table = confusable_table()
+    if table.keys().isdisjoint(_CANDIDATE.findall(text)):
+        return text
     words = _WORD.findall(text)
     latin_words = sum(1 for word in words if word.isascii())
     pieces: list[str] = []

@@ -24,7 +24,8 @@ _PRIMARY = str.maketrans(
 _ALTERNATE = str.maketrans({"1": "l", "!": "l"})
 _AMBIGUOUS = frozenset("1!")
 _LEET_CHARS = frozenset("4@31!05$7*")
-_TOKEN = re.compile(r"\S+")
+_ANY_LEET = re.compile(r"[4@31!05$7*]")
+_LEET_TOKEN = re.compile(r"\S*[4@31!05$7*]\S*")
 _EDGE = "\"'()[]{}<>,.;:?"
 _MIN_VISIBLE = 2
 
@@ -63,14 +64,14 @@ def _is_candidate(core: str) -> bool:
 def leet_readings(text: str) -> LeetReadings:
     """The leet readings of ``text`` (canonical text); empty when no token mixes letters and
     digits or symbols."""
-    if not any(char in _LEET_CHARS for char in text):
+    if _ANY_LEET.search(text) is None:
         return _NONE
     primary: list[str] = []
     alternate: list[str] = []
     masks: list[str] = []
     ambiguous = changed = False
     last = 0
-    for match in _TOKEN.finditer(text):
+    for match in _LEET_TOKEN.finditer(text):
         token = match.group()
         start, end = _core(token)
         core = token[start:end]

@@ -33,12 +33,12 @@ _SPELLED_DOT = re.compile(
     rf"(?<=[a-z0-9])(?:\s*(?:\bdot\b|点|。)\s*|\s+\.\s*|\.\s+)(?={_TLD}\b)", re.ASCII
 )
 _WWW = re.compile(r"\bww(?:\s+dot\s+|\s*\.\s+|\s+\.\s*)(?=[a-z0-9])", re.ASCII)
-_HINTS = ("hxx", "h**p", "[", "(", "{", "dot", " .", ". ", "点", "。")
+_HINTS = re.compile(r"hxx|h\*\*p|[\[({点。]|dot|\s\.|\.\s")
 
 
 def deobfuscate_links(text: str) -> str:
     """``text`` (canonical) with defanged links restored; unchanged when there are none."""
-    if not any(hint in text for hint in _HINTS):
+    if _HINTS.search(text) is None:
         return text
     text = _SCHEME.sub(r"http\1://", text)
     text = _BRACKETED_DOT.sub(".", text)

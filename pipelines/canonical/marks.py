@@ -6,25 +6,22 @@ them (Devanagari, Thai, ...) survive. The result is NFC-composed again.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
-from pipelines.canonical.scripts import is_latin_letter
-
 __all__ = ["strip_marks"]
+
+_LATIN = "A-Za-z\u00c0-\u024f\u0250-\u02af\u1e00-\u1eff"
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_ANY_MARK = re.compile(f"[{_MARKS}]")
+_LATIN_MARKS = re.compile(f"([{_LATIN}])[{_MARKS}]+")
 
 
 def strip_marks(text: str) -> str:
     """``text`` without the combining marks attached to Latin letters."""
     if text.isascii():
         return text
+    if unicodedata.is_normalized("NFD", text) and _ANY_MARK.search(text) is None:
+        return text
     decomposed = unicodedata.normalize("NFD", text)
-    kept: list[str] = []
-    base_is_latin = False
-    for char in decomposed:
-        if unicodedata.combining(char) or unicodedata.category(char) == "Mn":
-            if base_is_latin:
-                continue
-        else:
-            base_is_latin = is_latin_letter(char)
-        kept.append(char)
-    return unicodedata.normalize("NFC", "".join(kept))
+    return unicodedata.normalize("NFC", _LATIN_MARKS.sub(r"\1", decomposed))

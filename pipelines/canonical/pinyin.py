@@ -6,19 +6,18 @@ Readings come from pypinyin's character dictionary: each Han character reads as 
 (most common) pronunciation without tones, ``ü`` written ``v``. Syllables are compared in a
 *fuzzy* form that also folds the near-homophones people swap on purpose or by accent: ``zh``,
 ``ch``, ``sh`` read ``z``, ``c``, ``s`` and final ``ang``, ``eng``, ``ing`` read ``an``, ``en``,
-``in``.
+``in``. Each fuzzy syllable has a one-character code (a private-use code point), so a reading
+is a plain string that an Aho-Corasick automaton can search.
 
-A message gets:
+A message with Han characters gets a ``PinyinReading``: the codes of the syllables of its Han
+characters and of its Latin words that are one pinyin syllable each (``ni ma si le``), in order,
+a space where a run is broken, and for each position the Han character it came from (a space
+for a Latin word). Text without Han characters gets none.
 
-* ``syllables``: the fuzzy syllables of its Han characters and of its Latin words that are one
-  pinyin syllable each (``ni ma si le``), in order, with ``""`` where a run is broken, and
-  ``sources``: for each syllable the Han character it came from, or a space for a Latin word;
-* ``words``: its Latin words that are spelled in pinyin (``shabi``) or in initials only
-  (``nmsl``, ``sb``), and ``han_words``: those written right against a Han character
-  (``你个sb``).
-
-A keyword gets its fuzzy syllables, its pinyin spellings and its initials from ``keyword_forms``
-when the rules are loaded; the matcher compares the two.
+A keyword of two or more Han characters gets ``KeywordForms`` when rules are loaded: its fuzzy
+syllables (and their codes), its pinyin spellings (``shabi``) and its initials (``sb``). Latin
+words typed in pinyin or initials are matched by adding the spellings and initials to the
+keyword automaton (``pipelines.rules.keywords``); a Latin word's reading is itself.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 
 from pypinyin import Style, lazy_pinyin
 from pypinyin.pinyin_dict import pinyin_dict
@@ -42,18 +41,18 @@ __all__ = [
     "fuzzy",
     "is_syllable",
     "keyword_forms",
-    "looks_like_pinyin",
     "pinyin_reading",
+    "syllable_codes",
 ]
 
 _TONE_MARKS = frozenset("\u0300\u0301\u0304\u030c")
 _FUZZY_INITIALS = (("zh", "z"), ("ch", "c"), ("sh", "s"))
 _FUZZY_FINALS = (("ang", "an"), ("eng", "en"), ("ing", "in"))
-_INITIAL_LETTERS = "bpmfdtnlgkhjqxzcsryw"
-_LATIN_WORD = re.compile(r"[a-z]+")
-_INITIALS_ONLY = re.compile(f"[{_INITIAL_LETTERS}]{{2,8}}")
-_MAX_WORD = 30
-_LONGEST_SYLLABLE = 6
+_FIRST_CODE = 0xF0000  # supplementary private use area A
+_BREAK = " "
+_NOT_PINYIN = "|"  # stands in for a Latin word that is not a syllable; reads as a break
+_ANY_LATIN = re.compile("[a-z]")
+_LATIN_RUN = re.compile("[a-z]+")
 
 
 def _toneless(syllable: str) -> str:
@@ -62,19 +61,6 @@ def _toneless(syllable: str) -> str:
         "NFC", "".join(char for char in decomposed if char not in _TONE_MARKS)
     )
     return plain.replace("ü", "v")
-
-
-_CACHE: dict[str, str] = {}
-
-
-def char_syllable(char: str) -> str:
-    """The toneless pinyin of the Han character ``char`` (its first reading), or ``""``."""
-    cached = _CACHE.get(char)
-    if cached is None:
-        entry = pinyin_dict.get(ord(char))
-        cached = _toneless(entry.split(",", 1)[0]) if entry else ""
-        _CACHE[char] = cached
-    return cached
 
 
 def fuzzy(syllable: str) -> str:
@@ -91,32 +77,22 @@ def fuzzy(syllable: str) -> str:
 
 
 @cache
-def _syllables() -> frozenset[str]:
+def _all_syllables() -> frozenset[str]:
+    """Every toneless reading in the dictionary, interjections such as ``m`` and ``hng``
+    included."""
     found: set[str] = set()
     for entry in pinyin_dict.values():
         for reading in entry.split(","):
             plain = _toneless(reading)
-            if plain.isascii() and plain.isalpha() and any(v in plain for v in "aeiouv"):
+            if plain.isascii() and plain.isalpha():
                 found.add(plain)
     return frozenset(found)
 
 
-@lru_cache(maxsize=1 << 16)
-def looks_like_pinyin(word: str) -> bool:
-    """Whether the lower-case Latin ``word`` is spelled in pinyin syllables (``shabi``,
-    ``nimasile``) or in pinyin initials only (``nmsl``, ``sb``)."""
-    if not 2 <= len(word) <= _MAX_WORD:
-        return False
-    if _INITIALS_ONLY.fullmatch(word):
-        return True
-    syllables = _syllables()
-    reachable = [True] + [False] * len(word)
-    for end in range(1, len(word) + 1):
-        for start in range(max(0, end - _LONGEST_SYLLABLE), end):
-            if reachable[start] and word[start:end] in syllables:
-                reachable[end] = True
-                break
-    return reachable[-1]
+@cache
+def _syllables() -> frozenset[str]:
+    """The syllables with a vowel: what a Latin word must be to read as pinyin."""
+    return frozenset(s for s in _all_syllables() if any(vowel in s for vowel in "aeiouv"))
 
 
 def is_syllable(word: str) -> bool:
@@ -124,76 +100,88 @@ def is_syllable(word: str) -> bool:
     return word in _syllables()
 
 
+@cache
+def syllable_codes() -> dict[str, str]:
+    """Fuzzy syllable -> its one-character code (stable for one pypinyin version)."""
+    fuzzy_forms = sorted({fuzzy(syllable) for syllable in _all_syllables()})
+    return {form: chr(_FIRST_CODE + index) for index, form in enumerate(fuzzy_forms)}
+
+
+@cache
+def _word_codes() -> dict[str, str]:
+    codes = syllable_codes()
+    return {syllable: codes[fuzzy(syllable)] for syllable in _syllables()}
+
+
+def char_syllable(char: str) -> str:
+    """The toneless pinyin of the Han character ``char`` (its first reading), or ``""``."""
+    entry = pinyin_dict.get(ord(char))
+    return _toneless(entry.split(",", 1)[0]) if entry else ""
+
+
+class _Codes(dict[int, str | None]):
+    """A ``str.translate`` table, filled lazily: a Han character -> the code of its fuzzy
+    syllable, a code -> itself, whitespace -> deleted, anything else -> a break."""
+
+    def __missing__(self, code_point: int) -> str | None:
+        char = chr(code_point)
+        code: str | None
+        if is_han(char):
+            syllable = char_syllable(char)
+            code = syllable_codes().get(fuzzy(syllable), _BREAK) if syllable else _BREAK
+        elif _FIRST_CODE <= code_point < _FIRST_CODE + len(syllable_codes()):
+            code = char
+        elif char.isspace():
+            code = None
+        else:
+            code = _BREAK
+        self[code_point] = code
+        return code
+
+
+class _Sources(dict[int, str | None]):
+    """A ``str.translate`` table deleting whitespace (so sources line up with codes)."""
+
+    def __missing__(self, code_point: int) -> str | None:
+        char = chr(code_point)
+        kept = None if char.isspace() else char
+        self[code_point] = kept
+        return kept
+
+
+_CODES = _Codes()
+_SOURCES = _Sources()
+
+
 @dataclass(frozen=True, slots=True)
 class PinyinReading:
-    """The pinyin readings of one message (see the module docstring)."""
+    """The pinyin reading of one message (see the module docstring)."""
 
-    syllables: tuple[str, ...] = ()
+    codes: str = ""
+    """One code per syllable (``syllable_codes``), a space where a run breaks."""
     sources: str = ""
-    words: tuple[str, ...] = ()
-    han_words: tuple[str, ...] = ()
+    """For each code, the character it reads (the code itself for a Latin word); a Han
+    character, or something else for a break."""
+
+    @property
+    def syllables(self) -> tuple[str, ...]:
+        """The fuzzy syllables spelled out, ``""`` for a break (for reading and tests)."""
+        names = {code: form for form, code in syllable_codes().items()}
+        return tuple(names.get(code, "") for code in self.codes)
 
 
 NO_PINYIN = PinyinReading()
-"""The reading of a text with no Han characters and no pinyin-looking words."""
+"""The reading of a text without Han characters."""
 
 
 def pinyin_reading(text: str) -> PinyinReading:
-    """The pinyin readings of canonical ``text``; empty for text with neither Han characters nor
-    pinyin-looking Latin words."""
+    """The pinyin reading of canonical ``text``; ``NO_PINYIN`` without Han characters."""
     if not has_han(text):
-        words = tuple(word for word in _LATIN_WORD.findall(text) if looks_like_pinyin(word))
-        return PinyinReading(words=words) if words else NO_PINYIN
-    syllables: list[str] = []
-    sources: list[str] = []
-    words_found: list[str] = []
-    han_words: list[str] = []
-    known = _syllables()
-
-    def brk() -> None:
-        if syllables and syllables[-1]:
-            syllables.append("")
-            sources.append(" ")
-
-    position = 0
-    length = len(text)
-    while position < length:
-        char = text[position]
-        if is_han(char):
-            syllable = char_syllable(char)
-            if syllable:
-                syllables.append(fuzzy(syllable))
-                sources.append(char)
-            else:
-                brk()
-            position += 1
-        elif "a" <= char <= "z":
-            match = _LATIN_WORD.match(text, position)
-            assert match is not None
-            word, end = match.group(), match.end()
-            if looks_like_pinyin(word):
-                words_found.append(word)
-                before = position > 0 and is_han(text[position - 1])
-                if before or (end < length and is_han(text[end])):
-                    han_words.append(word)
-            if word in known:
-                syllables.append(fuzzy(word))
-                sources.append(" ")
-            else:
-                brk()
-            position = end
-        else:
-            if not char.isspace():
-                brk()
-            position += 1
-    if not words_found and not any(syllables):
         return NO_PINYIN
-    return PinyinReading(
-        syllables=tuple(syllables),
-        sources="".join(sources),
-        words=tuple(words_found),
-        han_words=tuple(han_words),
-    )
+    if _ANY_LATIN.search(text) is not None:
+        words = _word_codes()
+        text = _LATIN_RUN.sub(lambda match: words.get(match.group(), _NOT_PINYIN), text)
+    return PinyinReading(codes=text.translate(_CODES), sources=text.translate(_SOURCES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,6 +190,8 @@ class KeywordForms:
 
     syllables: tuple[str, ...]
     """Fuzzy syllables, one per character, for homophone matching."""
+    codes: str
+    """``syllables`` as codes, comparable with ``PinyinReading.codes``."""
     spellings: tuple[str, ...]
     """Toneless pinyin without spaces (``shabi``), per character and phrase-aware."""
     initials: str
@@ -218,24 +208,28 @@ def keyword_forms(keyword: str) -> KeywordForms | None:
         return None
     phrase = [_toneless(s) for s in lazy_pinyin(keyword, style=Style.NORMAL)]
     spellings = dict.fromkeys(("".join(per_char), "".join(phrase)))
+    syllables = tuple(fuzzy(s) for s in per_char)
+    codes = syllable_codes()
     return KeywordForms(
-        syllables=tuple(fuzzy(s) for s in per_char),
+        syllables=syllables,
+        codes="".join(codes[s] for s in syllables),
         spellings=tuple(spellings),
         initials="".join(s[0] for s in per_char),
     )
 
 
 @cache
-def dictionary_readings() -> dict[tuple[str, ...], frozenset[str]]:
-    """Fuzzy syllables -> the words of pypinyin's phrase dictionary that read so.
+def dictionary_readings() -> dict[str, frozenset[str]]:
+    """Codes of fuzzy syllables -> the words of pypinyin's phrase dictionary that read so.
 
     Used when rules are loaded: a keyword whose reading is also an ordinary word's (``贱人`` and
     ``兼任`` both read ``jian ren``) is not matched by homophones.
     """
     from pypinyin.phrases_dict import phrases_dict  # large; only needed at rule-load time
 
-    readings: dict[tuple[str, ...], set[str]] = {}
+    codes = syllable_codes()
+    readings: dict[str, set[str]] = {}
     for phrase, pinyins in phrases_dict.items():
-        key = tuple(fuzzy(_toneless(choices[0])) for choices in pinyins)
+        key = "".join(codes.get(fuzzy(_toneless(choices[0])), _BREAK) for choices in pinyins)
         readings.setdefault(key, set()).add(phrase)
     return {key: frozenset(words) for key, words in readings.items()}

@@ -33,28 +33,27 @@ class CanonicalText:
     masks: tuple[str, ...] = ()
     """Tokens with ``*`` masks (``f*ck``), leet already read, for fitting against a lexicon."""
     pinyin: PinyinReading = NO_PINYIN
-    """Pinyin syllables, pinyin-spelled and initials-only words (matching only)."""
+    """Pinyin syllables of the Han text, for homophones (matching only)."""
 
 
-def _base_pass(text: str) -> str:
-    text = normalize(text)
+def _stages(text: str) -> str:
+    """Steps 2-5 on normalised text."""
     if not text.isascii():
         text = strip_marks(text)
         text = fold_confusables(text)
         text = to_simplified(text)
-    text = rejoin(text)
-    return normalize(text)
+    return rejoin(text)
 
 
 def canonical_form(text: str) -> str:
     """The base canonical text of ``text`` alone (``canonicalize(text).text``), without the
     readings: what keyword lists are canonicalised with."""
-    current = _base_pass(text)
+    current = normalize(text)
     for _ in range(_MAX_PASSES):
-        following = _base_pass(current)
-        if following == current:
-            return current
-        current = following
+        staged = _stages(current)
+        if staged == current:
+            return current  # normalised, and no stage changes it: a fixed point
+        current = normalize(staged)
     return current
 
 

@@ -8,11 +8,13 @@ space-separated scripts need word boundaries; Chinese keywords match anywhere.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import ahocorasick
 
 from pipelines.canonical import CanonicalText
+from pipelines.canonical.scripts import is_han
 from pipelines.rules.config import KeywordRule
 from pipelines.rules.masks import MaskMatcher
 from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
@@ -33,6 +35,9 @@ _UNSPACED_RANGES = (
 )
 
 
+_LATIN_WORD = re.compile(r"(?<![a-z0-9])[a-z]+(?![a-z0-9])")
+
+
 def _is_unspaced(char: str) -> bool:
     code = ord(char)
     return any(low <= code <= high for low, high in _UNSPACED_RANGES)
@@ -40,6 +45,8 @@ def _is_unspaced(char: str) -> bool:
 
 def is_boundary_char(char: str) -> bool:
     """True when ``char`` belongs to a word of a space-separated script (letter or digit)."""
+    if char.isascii():
+        return char.isalnum()
     return char.isalnum() and not _is_unspaced(char)
 
 
@@ -51,7 +58,7 @@ def needs_boundary(char: str) -> bool:
 class KeywordMatcher:
     """Finds which keyword rules match a canonical text and its readings."""
 
-    __slots__ = ("_automaton", "_empty", "_masks", "_pinyin")
+    __slots__ = ("_automaton", "_empty", "_masks", "_pinyin", "_pinyin_words")
 
     def __init__(self, rules: Sequence[KeywordRule]) -> None:
         entries: dict[str, list[str]] = {}
@@ -72,6 +79,13 @@ class KeywordMatcher:
             self._automaton.make_automaton()
         self._masks = MaskMatcher(entries)
         self._pinyin = PinyinKeywordMatcher(entries)
+        words: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+        for word, rule_id, needs_han in self._pinyin.pinyin_words:
+            anywhere, near_han = words.setdefault(word, ({}, {}))
+            (near_han if needs_han else anywhere)[rule_id] = None
+        self._pinyin_words = {
+            word: (tuple(anywhere), tuple(near_han)) for word, (anywhere, near_han) in words.items()
+        }
 
     def match(self, canonical: CanonicalText) -> set[str]:
         """The ids of the rules with a keyword in ``canonical`` or in one of its readings."""
@@ -82,7 +96,9 @@ class KeywordMatcher:
             found |= self.match_text(reading)
         if canonical.masks:
             found |= self._masks.match(canonical.masks)
-        if canonical.pinyin.words or canonical.pinyin.syllables:
+        if self._pinyin_words:
+            found |= self._match_pinyin_words(canonical.text)
+        if canonical.pinyin.codes:
             found |= self._pinyin.match(canonical.pinyin)
         return found
 
@@ -100,3 +116,23 @@ class KeywordMatcher:
                 continue
             found.update(rule_ids)
         return found
+
+    def _match_pinyin_words(self, text: str) -> set[str]:
+        """Rules whose Chinese keywords a Latin word of ``text`` spells in pinyin or initials."""
+        found: set[str] = set()
+        words = self._pinyin_words.keys() & _LATIN_WORD.findall(text)
+        for word in words:
+            anywhere, near_han = self._pinyin_words[word]
+            found.update(anywhere)
+            if near_han and _touches_han(text, word):
+                found.update(near_han)
+        return found
+
+
+def _touches_han(text: str, word: str) -> bool:
+    """Whether ``word`` occurs in ``text`` as a word written right against a Han character."""
+    for match in re.finditer(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text):
+        start, end = match.span()
+        if (start > 0 and is_han(text[start - 1])) or (end < len(text) and is_han(text[end])):
+            return True
+    return False

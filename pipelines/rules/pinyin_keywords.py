@@ -1,84 +1,81 @@
-"""Chinese keywords matched through their pinyin: spellings, initials and homophones.
+"""Chinese keywords matched through their homophones, and the pinyin words that spell them.
 
 For every keyword of two or more Han characters, ``pipelines.canonical.keyword_forms`` gives:
 
-* its pinyin spelling (``傻逼`` -> ``shabi``): matches a Latin word of the message spelled so;
-* its initials (``你妈死了`` -> ``nmsl``): matches a Latin word of the message; two-letter
-  initials (``sb``) only when the word is written against a Han character (``你个sb``), since
-  ``sb``, ``by`` or ``ll`` alone are as likely English;
-* its fuzzy syllables (``sa bi``): match the same syllables in the message (``煞笔``, ``沙比``),
+* its fuzzy syllables (``sa bi`` for ``傻逼``): they match the same syllables in a message's
+  ``PinyinReading`` (``煞笔``, ``傻比``), through one Aho-Corasick automaton over syllable codes,
   unless an ordinary word of pypinyin's phrase dictionary that is not itself a keyword reads the
   same (``贱人`` is not matched by ``兼任``). A two-syllable homophone must also share a
   character with a keyword of that reading (``傻比`` matches ``傻逼``; ``你个`` does not match
-  ``尼哥``).
+  ``尼哥``);
+* ``pinyin_words``: its pinyin spellings (``shabi``) and initials (``nmsl``) as Latin words for
+  the keyword automaton; two-letter initials (``sb``) only count written against a Han character
+  (``你个sb``), since ``sb``, ``by`` or ``ll`` alone are as likely English.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import ahocorasick
+
 from pipelines.canonical import PinyinReading, keyword_forms
 from pipelines.canonical.pinyin import dictionary_readings
 
-__all__ = ["PinyinKeywordMatcher"]
+__all__ = ["PinyinKeywordMatcher", "PinyinWord"]
 
 _SHORT_SYLLABLES = 2
 _SHORT_INITIALS = 2
 
+PinyinWord = tuple[str, str, bool]
+"""(Latin word, rule id, whether it must touch a Han character)."""
+
 
 class PinyinKeywordMatcher:
-    """Matches the pinyin readings of a message against the pinyin forms of the keywords."""
+    """Matches the pinyin reading of a message against the syllables of the keywords."""
 
-    __slots__ = ("_han_initials", "_initials", "_lengths", "_spellings", "_syllables")
+    __slots__ = ("_automaton", "pinyin_words")
 
     def __init__(self, keywords: Mapping[str, Sequence[str]]) -> None:
         """``keywords``: canonical keyword -> ids of the rules listing it."""
-        self._spellings: dict[str, set[str]] = {}
-        self._initials: dict[str, set[str]] = {}
-        self._han_initials: dict[str, set[str]] = {}
-        syllables: dict[tuple[str, ...], tuple[set[str], set[str]]] = {}
+        words: list[PinyinWord] = []
+        readings: dict[str, tuple[set[str], set[str]]] = {}
         for keyword, rule_ids in keywords.items():
             forms = keyword_forms(keyword)
             if forms is None:
                 continue
-            for spelling in forms.spellings:
-                self._spellings.setdefault(spelling, set()).update(rule_ids)
             short = len(forms.initials) <= _SHORT_INITIALS
-            initials = self._han_initials if short else self._initials
-            initials.setdefault(forms.initials, set()).update(rule_ids)
-            ids, chars = syllables.setdefault(forms.syllables, (set(), set()))
+            for rule_id in rule_ids:
+                words.extend((spelling, rule_id, False) for spelling in forms.spellings)
+                words.append((forms.initials, rule_id, short))
+            ids, chars = readings.setdefault(forms.codes, (set(), set()))
             ids.update(rule_ids)
             chars.update(keyword)
-        self._syllables: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str] | None]] = {}
-        if syllables:
-            dictionary = dictionary_readings()
-            for reading, (ids, chars) in syllables.items():
-                ordinary = dictionary.get(reading, frozenset()) - set(keywords)
-                if ordinary:
-                    continue
-                shared = frozenset(chars) if len(reading) <= _SHORT_SYLLABLES else None
-                self._syllables[reading] = (frozenset(ids), shared)
-        self._lengths = sorted({len(reading) for reading in self._syllables})
+        self.pinyin_words: tuple[PinyinWord, ...] = tuple(words)
+        """The Latin words that spell a keyword, for the keyword automaton."""
+        self._automaton: ahocorasick.Automaton | None = None
+        if not readings:
+            return
+        dictionary = dictionary_readings()
+        automaton = ahocorasick.Automaton()
+        for codes, (ids, chars) in readings.items():
+            if dictionary.get(codes, frozenset()) - set(keywords):
+                continue  # an ordinary word reads the same: homophones would be false alarms
+            shared = frozenset(chars) if len(codes) <= _SHORT_SYLLABLES else None
+            automaton.add_word(codes, (len(codes), tuple(sorted(ids)), shared))
+        if len(automaton):
+            automaton.make_automaton()
+            self._automaton = automaton
 
     def match(self, reading: PinyinReading) -> set[str]:
-        """The ids of the rules whose Chinese keywords the message spells in pinyin."""
+        """The ids of the rules with a keyword that the message says in homophones."""
         found: set[str] = set()
-        for word in reading.words:
-            found.update(self._spellings.get(word, ()))
-            found.update(self._initials.get(word, ()))
-        for word in reading.han_words:
-            found.update(self._han_initials.get(word, ()))
-        syllables = reading.syllables
-        if not self._lengths or len(syllables) < self._lengths[0]:
+        if self._automaton is None or not reading.codes:
             return found
-        for length in self._lengths:
-            for start in range(len(syllables) - length + 1):
-                entry = self._syllables.get(syllables[start : start + length])
-                if entry is None:
-                    continue
-                rule_ids, shared = entry
-                sources = reading.sources[start : start + length]
-                if shared is not None and not shared.intersection(sources):
-                    continue
-                found.update(rule_ids)
+        for end, (length, rule_ids, shared) in self._automaton.iter(reading.codes):
+            if shared is not None and shared.isdisjoint(
+                reading.sources[end - length + 1 : end + 1]
+            ):
+                continue
+            found.update(rule_ids)
         return found
