@@ -1,4 +1,10 @@
-"""Keyword rules: one Aho-Corasick automaton for all keyword lists, over the canonical text.
+"""Keyword rules: all keyword lists matched in one pass over the canonical text.
+
+Keywords that begin with a letter of a space-separated script (Latin, Greek, Cyrillic, digits,
+symbols) share one Aho-Corasick automaton. Keywords that begin with a character of an unspaced
+script (Han, kana, hangul) are looked up by their first two characters at each unspaced
+character of the text instead: pyahocorasick scans a node's children one by one, and thousands
+of distinct first ideographs made every character of every message slow.
 
 A keyword matches the canonical text or one of its leetspeak readings (``sh1t``), a ``*`` mask
 that fits it (``f*ck``, ``pipelines.rules.masks``), or, for Chinese keywords, the message's pinyin
@@ -36,6 +42,11 @@ _UNSPACED_RANGES = (
 
 
 _LATIN_WORD = re.compile(r"(?<![a-z0-9])[a-z]+(?![a-z0-9])")
+_UNSPACED_CHAR = re.compile(
+    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _UNSPACED_RANGES) + "]"
+)
+_Entry = tuple[str, bool, tuple[str, ...]]
+"""An unspaced keyword, whether it needs a boundary at its end, the rules listing it."""
 
 
 def _is_unspaced(char: str) -> bool:
@@ -58,7 +69,16 @@ def needs_boundary(char: str) -> bool:
 class KeywordMatcher:
     """Finds which keyword rules match a canonical text and its readings."""
 
-    __slots__ = ("_automaton", "_empty", "_masks", "_pinyin", "_pinyin_words")
+    __slots__ = (
+        "_automaton",
+        "_empty",
+        "_has_automaton",
+        "_masks",
+        "_pinyin",
+        "_pinyin_words",
+        "_unspaced",
+        "_unspaced_single",
+    )
 
     def __init__(self, rules: Sequence[KeywordRule]) -> None:
         entries: dict[str, list[str]] = {}
@@ -66,7 +86,12 @@ class KeywordMatcher:
             for keyword in rule.keywords:
                 entries.setdefault(keyword, []).append(rule.meta.id)
         self._automaton = ahocorasick.Automaton()
+        self._unspaced: dict[str, list[_Entry]] = {}
         for keyword, rule_ids in entries.items():
+            if _is_unspaced(keyword[0]):
+                entry = (keyword, needs_boundary(keyword[-1]), tuple(rule_ids))
+                self._unspaced.setdefault(keyword[:2], []).append(entry)
+                continue
             value = (
                 len(keyword),
                 needs_boundary(keyword[0]),
@@ -75,7 +100,9 @@ class KeywordMatcher:
             )
             self._automaton.add_word(keyword, value)
         self._empty = not entries
-        if entries:
+        self._unspaced_single = any(len(key) == 1 for key in self._unspaced)
+        self._has_automaton = len(self._automaton) > 0
+        if self._has_automaton:
             self._automaton.make_automaton()
         self._masks = MaskMatcher(entries)
         self._pinyin = PinyinKeywordMatcher(entries)
@@ -108,6 +135,10 @@ class KeywordMatcher:
         if self._empty or not text:
             return found
         last = len(text) - 1
+        if self._unspaced and not text.isascii():
+            self._match_unspaced(text, found)
+        if not self._has_automaton:
+            return found
         for end, (length, left, right, rule_ids) in self._automaton.iter(text):
             start = end - length + 1
             if left and start > 0 and is_boundary_char(text[start - 1]):
@@ -116,6 +147,23 @@ class KeywordMatcher:
                 continue
             found.update(rule_ids)
         return found
+
+    def _match_unspaced(self, text: str, found: set[str]) -> None:
+        """Add the rules of the keywords that begin with an unspaced character of ``text``."""
+        index = self._unspaced
+        length = len(text)
+        for match in _UNSPACED_CHAR.finditer(text):
+            start = match.start()
+            candidates = index.get(text[start : start + 2], [])
+            if self._unspaced_single:
+                candidates = candidates + index.get(text[start], [])
+            for keyword, right, rule_ids in candidates:
+                end = start + len(keyword)
+                if not text.startswith(keyword, start):
+                    continue
+                if right and end < length and is_boundary_char(text[end]):
+                    continue
+                found.update(rule_ids)
 
     def _match_pinyin_words(self, text: str) -> set[str]:
         """Rules whose Chinese keywords a Latin word of ``text`` spells in pinyin or initials."""
