@@ -7,7 +7,8 @@ Spammers defang links so that filters miss them; this stage undoes the common tr
 * bracketed dots and colons, ``[.]``, ``(.)``, ``{.}``, ``[dot]``, ``(dot)``, ``[:]``, read
   ``.`` and ``:``;
 * a spelled or spaced dot before a common top-level domain, ``scam dot com``, ``scam . com``,
-  ``scam点com``, reads ``scam.com`` (only before a domain in ``TLDS``: ``polka dot dress`` stays);
+  ``scam .com``, ``scam点com``, reads ``scam.com`` (only before a domain in ``TLDS``: ``polka dot
+  dress`` stays; a sentence end, ``done. me too``, is not a dot with a space before it);
 * ``ww dot`` / ``ww .`` (``www`` is squeezed to ``ww`` by normalisation) reads ``ww.``.
 """
 
@@ -30,7 +31,7 @@ _BRACKETED_DOT = re.compile(
 )
 _BRACKETED_COLON = re.compile(r"\[:\]|\(:\)")
 _SPELLED_DOT = re.compile(
-    rf"(?<=[a-z0-9])(?:\s*(?:\bdot\b|点|。)\s*|\s+\.\s*|\.\s+)(?={_TLD}\b)", re.ASCII
+    rf"(?<=[a-z0-9])(?:\s*(?:\bdot\b|点|。)\s*|\s+\.\s*)(?={_TLD}\b)", re.ASCII
 )
 _WWW = re.compile(r"\bww(?:\s+dot\s+|\s*\.\s+|\s+\.\s*)(?=[a-z0-9])", re.ASCII)
 _HINTS = re.compile(r"hxx|h\*\*p|[\[({点。]|dot|\s\.|\.\s")
