@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,7 +15,7 @@ SENT_AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 ENGINE = RuleEngine(default_ruleset())
 
 
-def _ids(engine: RuleEngine, text: str, metadata: dict[str, object] | None = None) -> set[str]:
+def _ids(engine: RuleEngine, text: str, metadata: Mapping[str, object] | None = None) -> set[str]:
     message = ChatMessage("m-1", "g-1", "u-1", text, SENT_AT, metadata or {})
     return {hit.rule_id for hit in engine.evaluate(message).hits}
 
