@@ -2,9 +2,9 @@
 
 Keywords that begin with a letter of a space-separated script (Latin, Greek, Cyrillic, digits,
 symbols) share one Aho-Corasick automaton. Keywords that begin with a character of an unspaced
-script (Han, kana, hangul) are looked up by their first two characters at each unspaced
-character of the text instead: pyahocorasick scans a node's children one by one, and thousands
-of distinct first ideographs made every character of every message slow.
+script (Han, kana, hangul) are literals in one RE2 set instead (a DFA: which of them occur, in
+one pass): pyahocorasick scans a node's children one by one, and thousands of distinct first
+ideographs made every character of every message slow.
 
 A keyword matches the canonical text or one of its leetspeak readings (``sh1t``), a ``*`` mask
 that fits it (``f*ck``, ``pipelines.rules.masks``), or, for Chinese keywords, the message's pinyin
@@ -18,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 import ahocorasick
+import re2
 
 from pipelines.canonical import CanonicalText
 from pipelines.canonical.scripts import is_han
@@ -42,11 +43,12 @@ _UNSPACED_RANGES = (
 
 
 _LATIN_WORD = re.compile(r"(?<![a-z0-9])[a-z]+(?![a-z0-9])")
-_UNSPACED_CHAR = re.compile(
-    "[" + "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in _UNSPACED_RANGES) + "]"
+_UNSPACED_RE2_CLASS = (
+    "[" + "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in _UNSPACED_RANGES) + "]"
 )
-_Entry = tuple[str, bool, tuple[str, ...]]
-"""An unspaced keyword, whether it needs a boundary at its end, the rules listing it."""
+_RIGHT_BOUNDARY = f"(?:$|[^\\p{{L}}\\p{{N}}]|{_UNSPACED_RE2_CLASS})"
+"""RE2: what may follow a keyword ending in a letter or digit (see ``is_boundary_char``)."""
+_SET_MAX_MEM_BYTES = 64 << 20
 
 
 def _is_unspaced(char: str) -> bool:
@@ -77,7 +79,7 @@ class KeywordMatcher:
         "_pinyin",
         "_pinyin_words",
         "_unspaced",
-        "_unspaced_single",
+        "_unspaced_ids",
     )
 
     def __init__(self, rules: Sequence[KeywordRule]) -> None:
@@ -86,11 +88,13 @@ class KeywordMatcher:
             for keyword in rule.keywords:
                 entries.setdefault(keyword, []).append(rule.meta.id)
         self._automaton = ahocorasick.Automaton()
-        self._unspaced: dict[str, list[_Entry]] = {}
+        unspaced: list[tuple[str, tuple[str, ...]]] = []
         for keyword, rule_ids in entries.items():
             if _is_unspaced(keyword[0]):
-                entry = (keyword, needs_boundary(keyword[-1]), tuple(rule_ids))
-                self._unspaced.setdefault(keyword[:2], []).append(entry)
+                pattern = re2.escape(keyword)
+                if needs_boundary(keyword[-1]):
+                    pattern += _RIGHT_BOUNDARY
+                unspaced.append((pattern, tuple(rule_ids)))
                 continue
             value = (
                 len(keyword),
@@ -100,7 +104,8 @@ class KeywordMatcher:
             )
             self._automaton.add_word(keyword, value)
         self._empty = not entries
-        self._unspaced_single = any(len(key) == 1 for key in self._unspaced)
+        self._unspaced = _literal_set([pattern for pattern, _ in unspaced])
+        self._unspaced_ids = tuple(rule_ids for _, rule_ids in unspaced)
         self._has_automaton = len(self._automaton) > 0
         if self._has_automaton:
             self._automaton.make_automaton()
@@ -135,8 +140,9 @@ class KeywordMatcher:
         if self._empty or not text:
             return found
         last = len(text) - 1
-        if self._unspaced and not text.isascii():
-            self._match_unspaced(text, found)
+        if self._unspaced is not None and not text.isascii():
+            for index in self._unspaced.Match(text) or ():
+                found.update(self._unspaced_ids[index])
         if not self._has_automaton:
             return found
         for end, (length, left, right, rule_ids) in self._automaton.iter(text):
@@ -148,23 +154,6 @@ class KeywordMatcher:
             found.update(rule_ids)
         return found
 
-    def _match_unspaced(self, text: str, found: set[str]) -> None:
-        """Add the rules of the keywords that begin with an unspaced character of ``text``."""
-        index = self._unspaced
-        length = len(text)
-        for match in _UNSPACED_CHAR.finditer(text):
-            start = match.start()
-            candidates = index.get(text[start : start + 2], [])
-            if self._unspaced_single:
-                candidates = candidates + index.get(text[start], [])
-            for keyword, right, rule_ids in candidates:
-                end = start + len(keyword)
-                if not text.startswith(keyword, start):
-                    continue
-                if right and end < length and is_boundary_char(text[end]):
-                    continue
-                found.update(rule_ids)
-
     def _match_pinyin_words(self, text: str) -> set[str]:
         """Rules whose Chinese keywords a Latin word of ``text`` spells in pinyin or initials."""
         found: set[str] = set()
@@ -175,6 +164,20 @@ class KeywordMatcher:
             if near_han and _touches_han(text, word):
                 found.update(near_han)
         return found
+
+
+def _literal_set(patterns: Sequence[str]) -> re2.Set | None:
+    """One RE2 set searching for all ``patterns`` at once, ``None`` when there are none."""
+    if not patterns:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _SET_MAX_MEM_BYTES
+    literal_set = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        literal_set.Add(pattern)
+    literal_set.Compile()
+    return literal_set
 
 
 def _touches_han(text: str, word: str) -> bool:
