@@ -34,7 +34,7 @@ _SPELLED_DOT = re.compile(
     rf"(?<=[a-z0-9])(?:\s*(?:\bdot\b|点|。)\s*|\s+\.\s*)(?={_TLD}\b)", re.ASCII
 )
 _WWW = re.compile(r"\bww(?:\s+dot\s+|\s*\.\s+|\s+\.\s*)(?=[a-z0-9])", re.ASCII)
-_HINTS = re.compile(r"hxx|h\*\*p|[\[({点。]|dot|\s\.|\.\s")
+_HINTS = re.compile(r"hxx|h\*\*p|[\[({点。]|dot|\s\.")
 
 
 def deobfuscate_links(text: str) -> str:

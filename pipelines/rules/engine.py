@@ -17,6 +17,9 @@ from pipelines.rules.profile import ProfileMatcher
 
 __all__ = ["RuleEngine"]
 
+_WARM_UP = "W\u0430rm f\u00fc u c k sh1t f*ck scam[.]com \u50bb \u903c \u8aaa"
+"""Exercises every canonical stage once, so its lazily built tables (confusables, OpenCC,
+pinyin codes) are built with the engine, not on the first message that needs them."""
 _ACTION_RANK = {RuleAction.BLOCK: 0, RuleAction.ESCALATE: 1, RuleAction.FLAG: 2}
 
 
@@ -31,6 +34,7 @@ class RuleEngine:
         self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
         self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
+        canonicalize(_WARM_UP)
         self._hits = {
             rule.meta.id: RuleHit(
                 rule_id=rule.meta.id,
