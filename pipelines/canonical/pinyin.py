@@ -15,9 +15,9 @@ a space where a run is broken, and for each position the Han character it came f
 for a Latin word). Text without Han characters gets none.
 
 A keyword of two or more Han characters gets ``KeywordForms`` when rules are loaded: its fuzzy
-syllables (and their codes), its pinyin spellings (``shabi``) and its initials (``sb``). Latin
-words typed in pinyin or initials are matched by adding the spellings and initials to the
-keyword automaton (``pipelines.rules.keywords``); a Latin word's reading is itself.
+syllables (and their codes), its pinyin spellings (``shabi``) and its initials (``sb``). A
+Latin word typed in pinyin or initials is its own reading: the keyword matcher looks the words
+of the base text up among the keywords' spellings and initials (``pipelines.rules.keywords``).
 """
 
 from __future__ import annotations

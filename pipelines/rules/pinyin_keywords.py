@@ -9,8 +9,10 @@ For every keyword of two or more Han characters, ``pipelines.canonical.keyword_f
   character with a keyword of that reading (``傻比`` matches ``傻逼``; ``你个`` does not match
   ``尼哥``);
 * ``pinyin_words``: its pinyin spellings (``shabi``) and initials (``nmsl``) as Latin words for
-  the keyword automaton; two-letter initials (``sb``) only count written against a Han character
-  (``你个sb``), since ``sb``, ``by`` or ``ll`` alone are as likely English.
+  the keyword matcher to look up; two-letter initials (``sb``) only count written against a Han
+  character (``你个sb``), since ``sb``, ``by`` or ``ll`` alone are as likely English, and
+  initials with a vowel (a syllable without an initial consonant: ``爱你们`` gives ``anm``) are
+  not used at all, since English words are made of such letter strings (``the``, ``you``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = ["PinyinKeywordMatcher", "PinyinWord"]
 
 _SHORT_SYLLABLES = 2
 _SHORT_INITIALS = 2
+_VOWELS = frozenset("aeiouv")
 
 PinyinWord = tuple[str, str, bool]
 """(Latin word, rule id, whether it must touch a Han character)."""
@@ -45,14 +48,16 @@ class PinyinKeywordMatcher:
             if forms is None:
                 continue
             short = len(forms.initials) <= _SHORT_INITIALS
+            consonants = not _VOWELS.intersection(forms.initials)
             for rule_id in rule_ids:
                 words.extend((spelling, rule_id, False) for spelling in forms.spellings)
-                words.append((forms.initials, rule_id, short))
+                if consonants:
+                    words.append((forms.initials, rule_id, short))
             ids, chars = readings.setdefault(forms.codes, (set(), set()))
             ids.update(rule_ids)
             chars.update(keyword)
         self.pinyin_words: tuple[PinyinWord, ...] = tuple(words)
-        """The Latin words that spell a keyword, for the keyword automaton."""
+        """The Latin words that spell a keyword, for the keyword matcher."""
         self._automaton: ahocorasick.Automaton | None = None
         if not readings:
             return

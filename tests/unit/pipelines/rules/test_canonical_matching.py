@@ -122,3 +122,13 @@ def test_new_account_link_sees_defanged_links() -> None:
     new = {"sender_joined_at": (SENT_AT - timedelta(hours=1)).isoformat()}
     assert "profile.new_account_link" in _ids(ENGINE, "deals at scam dot com", new)
     assert "profile.new_account_link" not in _ids(ENGINE, "polka dot dress", new)
+
+
+def test_pinyin_words_of_a_chinese_keyword() -> None:
+    """Spellings match anywhere; initials only when all consonants, two letters only near Han."""
+    engine = _keywords_engine("\u7231\u4f60\u4eec", "\u50bb\u903c")  # ai ni men; sha bi
+    assert _ids(engine, "ainimen") == {"t.kw"}
+    assert _ids(engine, "anm") == set()  # initials with a vowel read as English letters
+    assert _ids(engine, "shabi") == {"t.kw"}
+    assert _ids(engine, "sb") == set()
+    assert _ids(engine, "\u4f60sb") == {"t.kw"}
