@@ -7,8 +7,9 @@ The readings are candidates: a rule matches only when a reading spells one of it
 
 ``1`` and ``!`` can stand for ``i`` or ``l``: the first reading reads them as ``i``, a second one
 (only when such a character occurs) as ``l``. ``*`` masks one unknown letter (``f*ck``,
-``sh*t``); masked tokens are returned separately for the matcher to fit against its lexicon with
-``mask_fits``.
+``sh*t``), and so does an emoji between letters (``f🖕ck``, ``sh💩t``; one at either end of a
+word is decoration, not a mask); masked tokens are returned separately for the matcher to fit
+against its lexicon with ``mask_fits``.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ _PRIMARY = str.maketrans(
 )
 _ALTERNATE = str.maketrans({"1": "l", "!": "l"})
 _AMBIGUOUS = frozenset("1!")
+_EMOJI = "\u2600-\u27bf\U0001f000-\U0001faff"
+_EMOJI_CHAR = re.compile(f"[{_EMOJI}]\ufe0f?")
 _LEET_CHARS = frozenset("4@31!05$7*")
-_ANY_LEET = re.compile(r"[4@31!05$7*]")
-_LEET_TOKEN = re.compile(r"\S*[4@31!05$7*]\S*")
-_EDGE = "\"'()[]{}<>,.;:?"
+_ANY_LEET = re.compile(f"[4@31!05$7*{_EMOJI}]")
+_LEET_TOKEN = re.compile(f"\\S*[4@31!05$7*{_EMOJI}]\\S*")
+_LEADING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?{_EMOJI}\ufe0f]*")
+_TRAILING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?!{_EMOJI}\ufe0f]*$")
 _MIN_VISIBLE = 2
 
 
@@ -42,13 +46,13 @@ _NONE = LeetReadings()
 
 
 def _core(token: str) -> tuple[int, int]:
-    """Start and end of ``token`` without surrounding punctuation (a trailing ``!`` included)."""
-    start, end = 0, len(token)
-    while start < end and token[start] in _EDGE:
-        start += 1
-    while end > start and (token[end - 1] in _EDGE or token[end - 1] == "!"):
-        end -= 1
-    return start, end
+    """Start and end of ``token`` without surrounding punctuation and emoji (a trailing ``!``
+    included)."""
+    leading = _LEADING.match(token)
+    start = leading.end() if leading else 0
+    trailing = _TRAILING.search(token, start)
+    end = trailing.start() if trailing else len(token)
+    return start, max(start, end)
 
 
 def _is_candidate(core: str) -> bool:
@@ -74,7 +78,7 @@ def leet_readings(text: str) -> LeetReadings:
     for match in _LEET_TOKEN.finditer(text):
         token = match.group()
         start, end = _core(token)
-        core = token[start:end]
+        core = _EMOJI_CHAR.sub("*", token[start:end])
         if not _is_candidate(core):
             continue
         read = core.translate(_PRIMARY)

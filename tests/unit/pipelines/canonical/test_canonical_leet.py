@@ -70,3 +70,10 @@ def test_masks_are_collected_separately() -> None:
 def test_mask_fits(mask: str, word: str, fits: bool) -> None:
     """A mask fits a word of the same length agreeing on every visible letter."""
     assert mask_fits(mask, word) is fits
+
+
+def test_emoji_between_letters_is_a_mask_but_not_at_the_ends() -> None:
+    """``f🖕ck`` is masked like ``f*ck``; an emoji after a word is decoration."""
+    assert leet_readings("f\U0001f595ck you").masks == ("f*ck",)
+    assert leet_readings("sh\U0001f4a9t").masks == ("sh*t",)
+    assert leet_readings("thanks\U0001f64f love\u2764\ufe0f") == leet_readings("thanks love")

@@ -41,6 +41,7 @@ def _keywords_engine(*keywords: str) -> RuleEngine:
         ("you a$$hole", "en.offensive.profanity"),
         ("f4gg0t", "en.hate.slur"),
         ("c*nt", "en.offensive.profanity"),
+        ("f\U0001f595ck you", "en.offensive.profanity"),  # emoji as a mask
         ("what a m0r0n", "en.offensive.insult"),
         ("\u50bb \u903c", "zh.offensive.profanity"),  # spaced
         ("\u50bb*\u903c", "zh.offensive.profanity"),  # masked separator
