@@ -1,4 +1,4 @@
-"""Text normalisation shared by the rule engine and its keyword lists.
+"""Text normalisation: the first stage of the canonical text (``pipelines.canonical``).
 
 ``normalize`` maps visually or typographically equivalent spellings onto one form so that a
 keyword list written once matches the many ways people type it:

@@ -18,9 +18,10 @@ __all__ = ["CanonicalText", "canonical_form", "canonicalize"]
 _MAX_PASSES = 4
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class CanonicalText:
-    """One message in canonical form. Never log it: it is the message text."""
+    """One message in canonical form. Never log it: it is the message text (its ``repr`` shows
+    only sizes)."""
 
     text: str
     """The base canonical text: what keyword rules match, what regex rules search (via
@@ -34,6 +35,12 @@ class CanonicalText:
     """Tokens with ``*`` masks (``f*ck``), leet already read, for fitting against a lexicon."""
     pinyin: PinyinReading = NO_PINYIN
     """Pinyin syllables of the Han text, for homophones (matching only)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"CanonicalText(<{len(self.text)} chars>, leet={len(self.leet)},"
+            f" masks={len(self.masks)}, syllables={len(self.pinyin.codes)})"
+        )
 
 
 def _stages(text: str) -> str:

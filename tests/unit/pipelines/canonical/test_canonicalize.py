@@ -70,3 +70,10 @@ def test_canonicalize_is_idempotent_on_disguise_characters(raw: str) -> None:
     """Texts made of the characters disguises use are canonicalised to a fixed point."""
     once = canonicalize(raw).text
     assert canonicalize(once).text == once
+
+
+def test_repr_never_shows_the_text() -> None:
+    """A CanonicalText that ends up in a log line shows sizes, not the message."""
+    shown = repr(canonicalize("secret message sh1t"))
+    assert "secret" not in shown
+    assert "19 chars" in shown
