@@ -40,6 +40,7 @@ __all__ = [
     "dictionary_readings",
     "fuzzy",
     "is_syllable",
+    "is_syllable_code",
     "keyword_forms",
     "pinyin_reading",
     "syllable_codes",
@@ -113,6 +114,11 @@ def _word_codes() -> dict[str, str]:
     return {syllable: codes[fuzzy(syllable)] for syllable in _syllables()}
 
 
+def is_syllable_code(char: str) -> bool:
+    """Whether ``char`` is a syllable code (the source of a Latin word read as pinyin)."""
+    return _FIRST_CODE <= ord(char) < _FIRST_CODE + len(syllable_codes())
+
+
 def char_syllable(char: str) -> str:
     """The toneless pinyin of the Han character ``char`` (its first reading), or ``""``."""
     entry = pinyin_dict.get(ord(char))
@@ -129,7 +135,7 @@ class _Codes(dict[int, str | None]):
         if is_han(char):
             syllable = char_syllable(char)
             code = syllable_codes().get(fuzzy(syllable), _BREAK) if syllable else _BREAK
-        elif _FIRST_CODE <= code_point < _FIRST_CODE + len(syllable_codes()):
+        elif is_syllable_code(char):
             code = char
         elif char.isspace():
             code = None

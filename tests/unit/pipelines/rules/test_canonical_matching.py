@@ -126,10 +126,23 @@ def test_new_account_link_sees_defanged_links() -> None:
 
 
 def test_pinyin_words_of_a_chinese_keyword() -> None:
-    """Spellings match anywhere; initials only when all consonants, two letters only near Han."""
-    engine = _keywords_engine("\u7231\u4f60\u4eec", "\u50bb\u903c")  # ai ni men; sha bi
-    assert _ids(engine, "ainimen") == {"t.kw"}
+    """Spellings match anywhere; initials only when all consonants, two letters only near Han
+    and only when two keywords of the rule share them."""
+    engine = _keywords_engine("\u7231\u4f60\u4eec", "\u50bb\u903c", "\u715e\u7b14")
+    assert _ids(engine, "ainimen") == {"t.kw"}  # ai ni men, spelled
     assert _ids(engine, "anm") == set()  # initials with a vowel read as English letters
     assert _ids(engine, "shabi") == {"t.kw"}
     assert _ids(engine, "sb") == set()
-    assert _ids(engine, "\u4f60sb") == {"t.kw"}
+    assert _ids(engine, "\u4f60sb") == {"t.kw"}  # sb: both sha bi keywords give it
+    lone = _keywords_engine("\u5c3c\u54e5")  # ni ge, the only keyword giving ng
+    assert _ids(lone, "\u6bd4NG\u8d35") == set()
+    assert _ids(lone, "nige") == {"t.kw"}
+
+
+def test_homophones_must_keep_half_the_characters() -> None:
+    """A homophone keeping half the keyword's characters matches; a same-sounding phrase that
+    keeps none does not."""
+    engine = _keywords_engine("\u4ed6\u5988\u7684", "\u52a0\u5fae\u4fe1")  # ta ma de; jia wei xin
+    assert _ids(engine, "\u4ed6\u5417\u7684") == {"t.kw"}  # keeps two of three
+    assert _ids(engine, "\u5b83\u9a82\u5f97") == set()  # same sound, no character kept
+    assert _ids(engine, "\u4ef7\u4f4d\u6027\u4ef7\u6bd4") == set()  # a price-value phrase
