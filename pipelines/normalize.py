@@ -1,4 +1,4 @@
-"""Text normalisation shared by the rule engine and its keyword lists.
+"""Text normalisation: the first stage of the canonical text (``pipelines.canonical``).
 
 ``normalize`` maps visually or typographically equivalent spellings onto one form so that a
 keyword list written once matches the many ways people type it:
@@ -88,12 +88,24 @@ def _ascii_pass(text: str) -> str:
     return " ".join(text.split())
 
 
+def _is_fixed_point(text: str) -> bool:
+    """Whether ``_one_pass(text) == text``, for an output of ``_one_pass``, without a pass.
+
+    A pass leaves no dropped character, typographic quote, run of three or whitespace run
+    behind, and squeezing or collapsing cannot create one; what it can leave is text that is not
+    NFKC-normalised or not case-folded (removing characters can expose a composable pair).
+    """
+    return unicodedata.is_normalized("NFKC", text) and text.casefold() == text
+
+
 def normalize(text: str) -> str:
     """Return the canonical form of ``text`` that rules and keyword lists are matched against."""
     if text.isascii():
         return _ascii_pass(text)
     current = _one_pass(text)
     for _ in range(_MAX_PASSES):
+        if _is_fixed_point(current):
+            return current
         following = _one_pass(current)
         if following == current:
             return current

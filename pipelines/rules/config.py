@@ -12,13 +12,16 @@ A rule file holds an array of ``[[rules]]`` tables. Every rule has::
 
 and the payload of its kind:
 
-``keywords``  ``keywords = ["...", ...]``: literal phrases, matched on normalised text (see
-              ``pipelines.normalize``). Keywords that begin or end with a letter or digit of a
+``keywords``  ``keywords = ["...", ...]``: literal phrases, canonicalised when loaded and matched
+              on the canonical text and its leetspeak, mask and pinyin readings (see
+              ``pipelines.canonical``). Keywords that begin or end with a letter or digit of a
               space-separated script need a word boundary on that side; CJK, kana and hangul
-              keywords match anywhere.
+              keywords match anywhere. Chinese keywords also match their pinyin spelling,
+              initials and homophones (``pipelines.rules.pinyin_keywords``).
 ``regex``     ``patterns = ["...", ...]`` and optional ``match = "any" | "all"`` (default
               ``any``): RE2 syntax (linear time; no back-references or look-around), searched in
-              the normalised text, which is already case-folded.
+              the canonical text with defanged links restored (``CanonicalText.links``), which
+              is already case-folded and in Simplified Chinese.
 ``profile``   ``check`` names a user-profile rule, see ``pipelines.rules.profile``:
               ``check = "sender_blocklist"`` with ``sender_ids = ["...", ...]``;
               ``check = "new_account_link"`` with ``max_account_age_hours = 24``;
@@ -40,7 +43,7 @@ from typing import ClassVar
 
 import re2
 
-from pipelines.normalize import normalize
+from pipelines.canonical import canonical_form
 from pipelines.rule_hits import RuleAction, Severity
 
 __all__ = [
@@ -111,7 +114,7 @@ class RuleMeta:
 class KeywordRule:
     meta: RuleMeta
     keywords: tuple[str, ...]
-    """Already normalised, deduplicated, in file order."""
+    """Already canonical (``pipelines.canonical.canonical_form``), deduplicated, in file order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +279,10 @@ def _string_list(rule_id: str, table: dict[str, object], key: str) -> list[str]:
 def _parse_keywords(meta: RuleMeta, table: dict[str, object]) -> KeywordRule:
     keywords: dict[str, None] = {}
     for position, keyword in enumerate(_string_list(meta.id, table, "keywords")):
-        normalised = normalize(keyword)
-        if not normalised:
-            raise RuleLoadError(meta.id, f"keyword #{position + 1} is empty once normalised")
-        keywords[normalised] = None
+        canonical = canonical_form(keyword)
+        if not canonical:
+            raise RuleLoadError(meta.id, f"keyword #{position + 1} is empty once canonicalised")
+        keywords[canonical] = None
     return KeywordRule(meta=meta, keywords=tuple(keywords))
 
 

@@ -1,9 +1,14 @@
-"""The rule engine: normalise once, then keywords, regexes and profile rules."""
+"""The rule engine: canonicalise once, then keywords, regexes and profile rules.
+
+The caller that also needs the canonical text (the worker sends ``CanonicalText.text`` to the
+models) computes it once with ``pipelines.canonical.canonicalize`` and passes it to
+``RuleEngine.evaluate``; otherwise the engine computes it itself.
+"""
 
 from __future__ import annotations
 
+from pipelines.canonical import CanonicalText, canonicalize
 from pipelines.messages import ChatMessage
-from pipelines.normalize import normalize
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome
 from pipelines.rules.config import KeywordRule, ProfileRule, RegexRule, RuleSet
 from pipelines.rules.keywords import KeywordMatcher
@@ -12,6 +17,9 @@ from pipelines.rules.profile import ProfileMatcher
 
 __all__ = ["RuleEngine"]
 
+_WARM_UP = "W\u0430rm f\u00fc u c k sh1t f*ck scam[.]com \u50bb \u903c \u8aaa"
+"""Exercises every canonical stage once, so its lazily built tables (confusables, OpenCC,
+pinyin codes) are built with the engine, not on the first message that needs them."""
 _ACTION_RANK = {RuleAction.BLOCK: 0, RuleAction.ESCALATE: 1, RuleAction.FLAG: 2}
 
 
@@ -26,6 +34,7 @@ class RuleEngine:
         self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
         self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
+        canonicalize(_WARM_UP)
         self._hits = {
             rule.meta.id: RuleHit(
                 rule_id=rule.meta.id,
@@ -36,13 +45,17 @@ class RuleEngine:
             for rule in enabled
         }
 
-    def evaluate(self, message: ChatMessage) -> RuleOutcome:
+    def evaluate(self, message: ChatMessage, canonical: CanonicalText | None = None) -> RuleOutcome:
         """All matching rules, deduplicated by id, most severe first (then block, escalate,
-        flag, then by id)."""
-        text = normalize(message.text)
-        ids = self._keywords.match(text)
-        ids |= self._patterns.match(text)
-        ids |= self._profile.match(message, text)
+        flag, then by id).
+
+        ``canonical`` is ``canonicalize(message.text)`` when the caller has it already.
+        """
+        if canonical is None:
+            canonical = canonicalize(message.text)
+        ids = self._keywords.match(canonical)
+        ids |= self._patterns.match(canonical.links)
+        ids |= self._profile.match(message, canonical.links)
         if not ids:
             return _NO_HITS
         hits = sorted(

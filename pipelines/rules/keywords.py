@@ -1,12 +1,30 @@
-"""Keyword rules: one Aho-Corasick automaton over the normalised text for all keyword lists."""
+"""Keyword rules: all keyword lists matched in one pass over the canonical text.
+
+Keywords that begin with a letter of a space-separated script (Latin, Greek, Cyrillic, digits,
+symbols) share one Aho-Corasick automaton. Keywords that begin with a character of an unspaced
+script (Han, kana, hangul) are literals in one RE2 set instead (a DFA: which of them occur, in
+one pass): pyahocorasick scans a node's children one by one, and thousands of distinct first
+ideographs made every character of every message slow.
+
+A keyword matches the canonical text or one of its leetspeak readings (``sh1t``), a ``*`` mask
+that fits it (``f*ck``, ``pipelines.rules.masks``), or, for Chinese keywords, the message's pinyin
+readings (``shabi``, ``nmsl``, ``煞笔``; ``pipelines.rules.pinyin_keywords``). Keywords of
+space-separated scripts need word boundaries; Chinese keywords match anywhere.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import ahocorasick
+import re2
 
+from pipelines.canonical import CanonicalText
+from pipelines.canonical.scripts import is_han
 from pipelines.rules.config import KeywordRule
+from pipelines.rules.masks import MaskMatcher
+from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
 
 __all__ = ["KeywordMatcher", "is_boundary_char", "needs_boundary"]
 
@@ -24,6 +42,15 @@ _UNSPACED_RANGES = (
 )
 
 
+_LATIN_WORD = re.compile(r"(?<![a-z0-9])[a-z]+(?![a-z0-9])")
+_UNSPACED_RE2_CLASS = (
+    "[" + "".join(f"\\x{{{low:x}}}-\\x{{{high:x}}}" for low, high in _UNSPACED_RANGES) + "]"
+)
+_RIGHT_BOUNDARY = f"(?:$|[^\\p{{L}}\\p{{N}}]|{_UNSPACED_RE2_CLASS})"
+"""RE2: what may follow a keyword ending in a letter or digit (see ``is_boundary_char``)."""
+_SET_MAX_MEM_BYTES = 64 << 20
+
+
 def _is_unspaced(char: str) -> bool:
     code = ord(char)
     return any(low <= code <= high for low, high in _UNSPACED_RANGES)
@@ -31,6 +58,8 @@ def _is_unspaced(char: str) -> bool:
 
 def is_boundary_char(char: str) -> bool:
     """True when ``char`` belongs to a word of a space-separated script (letter or digit)."""
+    if char.isascii():
+        return char.isalnum()
     return char.isalnum() and not _is_unspaced(char)
 
 
@@ -40,9 +69,18 @@ def needs_boundary(char: str) -> bool:
 
 
 class KeywordMatcher:
-    """Finds which keyword rules match a normalised text, in one pass over it."""
+    """Finds which keyword rules match a canonical text and its readings."""
 
-    __slots__ = ("_automaton", "_empty")
+    __slots__ = (
+        "_automaton",
+        "_empty",
+        "_has_automaton",
+        "_masks",
+        "_pinyin",
+        "_pinyin_words",
+        "_unspaced",
+        "_unspaced_ids",
+    )
 
     def __init__(self, rules: Sequence[KeywordRule]) -> None:
         entries: dict[str, list[str]] = {}
@@ -50,7 +88,14 @@ class KeywordMatcher:
             for keyword in rule.keywords:
                 entries.setdefault(keyword, []).append(rule.meta.id)
         self._automaton = ahocorasick.Automaton()
+        unspaced: list[tuple[str, tuple[str, ...]]] = []
         for keyword, rule_ids in entries.items():
+            if _is_unspaced(keyword[0]):
+                pattern = re2.escape(keyword)
+                if needs_boundary(keyword[-1]):
+                    pattern += _RIGHT_BOUNDARY
+                unspaced.append((pattern, tuple(rule_ids)))
+                continue
             value = (
                 len(keyword),
                 needs_boundary(keyword[0]),
@@ -59,15 +104,47 @@ class KeywordMatcher:
             )
             self._automaton.add_word(keyword, value)
         self._empty = not entries
-        if entries:
+        self._unspaced = _literal_set([pattern for pattern, _ in unspaced])
+        self._unspaced_ids = tuple(rule_ids for _, rule_ids in unspaced)
+        self._has_automaton = len(self._automaton) > 0
+        if self._has_automaton:
             self._automaton.make_automaton()
+        self._masks = MaskMatcher(entries)
+        self._pinyin = PinyinKeywordMatcher(entries)
+        words: dict[str, tuple[dict[str, None], dict[str, None]]] = {}
+        for word, rule_id, needs_han in self._pinyin.pinyin_words:
+            anywhere, near_han = words.setdefault(word, ({}, {}))
+            (near_han if needs_han else anywhere)[rule_id] = None
+        self._pinyin_words = {
+            word: (tuple(anywhere), tuple(near_han)) for word, (anywhere, near_han) in words.items()
+        }
 
-    def match(self, text: str) -> set[str]:
-        """The ids of the rules with at least one keyword in ``text`` (already normalised)."""
+    def match(self, canonical: CanonicalText) -> set[str]:
+        """The ids of the rules with a keyword in ``canonical`` or in one of its readings."""
+        found = self.match_text(canonical.text)
+        if self._empty:
+            return found
+        for reading in canonical.leet:
+            found |= self.match_text(reading)
+        if canonical.masks:
+            found |= self._masks.match(canonical.masks)
+        if self._pinyin_words:
+            found |= self._match_pinyin_words(canonical.text)
+        if canonical.pinyin.codes:
+            found |= self._pinyin.match(canonical.pinyin)
+        return found
+
+    def match_text(self, text: str) -> set[str]:
+        """The ids of the rules with at least one keyword literally in ``text`` (canonical)."""
         found: set[str] = set()
         if self._empty or not text:
             return found
         last = len(text) - 1
+        if self._unspaced is not None and not text.isascii():
+            for index in self._unspaced.Match(text) or ():
+                found.update(self._unspaced_ids[index])
+        if not self._has_automaton:
+            return found
         for end, (length, left, right, rule_ids) in self._automaton.iter(text):
             start = end - length + 1
             if left and start > 0 and is_boundary_char(text[start - 1]):
@@ -76,3 +153,37 @@ class KeywordMatcher:
                 continue
             found.update(rule_ids)
         return found
+
+    def _match_pinyin_words(self, text: str) -> set[str]:
+        """Rules whose Chinese keywords a Latin word of ``text`` spells in pinyin or initials."""
+        found: set[str] = set()
+        words = self._pinyin_words.keys() & _LATIN_WORD.findall(text)
+        for word in words:
+            anywhere, near_han = self._pinyin_words[word]
+            found.update(anywhere)
+            if near_han and _touches_han(text, word):
+                found.update(near_han)
+        return found
+
+
+def _literal_set(patterns: Sequence[str]) -> re2.Set | None:
+    """One RE2 set searching for all ``patterns`` at once, ``None`` when there are none."""
+    if not patterns:
+        return None
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = _SET_MAX_MEM_BYTES
+    literal_set = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        literal_set.Add(pattern)
+    literal_set.Compile()
+    return literal_set
+
+
+def _touches_han(text: str, word: str) -> bool:
+    """Whether ``word`` occurs in ``text`` as a word written right against a Han character."""
+    for match in re.finditer(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text):
+        start, end = match.span()
+        if (start > 0 and is_han(text[start - 1])) or (end < len(text) and is_han(text[end])):
+            return True
+    return False

@@ -1,4 +1,5 @@
-"""Regex rules: every pattern in one RE2 set, searched once over the normalised text.
+"""Regex rules: every pattern in one RE2 set, searched once over the canonical text
+(``CanonicalText.links``: defanged links restored).
 
 RE2 runs in time linear in the text whatever the pattern; patterns it cannot express
 (back-references, look-around) are rejected when the rule file is loaded.
@@ -16,7 +17,7 @@ __all__ = ["PatternMatcher"]
 
 
 class PatternMatcher:
-    """Finds which regex rules match a normalised text."""
+    """Finds which regex rules match a canonical text."""
 
     __slots__ = ("_owners", "_rules", "_set", "compiled")
 
@@ -40,7 +41,7 @@ class PatternMatcher:
             self._set = regex_set
 
     def match(self, text: str) -> set[str]:
-        """The ids of the rules whose patterns match ``text`` (already normalised)."""
+        """The ids of the rules whose patterns match ``text`` (``CanonicalText.links``)."""
         if self._set is None:
             return set()
         matched = self._set.Match(text)

@@ -7,7 +7,8 @@ missing or malformed value never raises, the rule just does not fire):
                       offset (``"2026-01-02T03:04:05Z"``) or an integer of epoch milliseconds.
                       Used by ``check = "new_account_link"``: fires when the account is younger
                       than ``max_account_age_hours`` at ``sent_at`` (a join time after
-                      ``sent_at`` counts as new) and the normalised text contains a link.
+                      ``sent_at`` counts as new) and the canonical text, defanged links restored
+                      (``hxxp``, ``[.]``, ``dot com``), contains a link.
 ``sender_strikes``    how many earlier violations the platform holds against the sender: a
                       non-negative integer. Used by ``check = "repeat_offender"``: fires when it
                       is at least ``min_strikes``.
@@ -21,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
+from pipelines.canonical.links import TLDS
 from pipelines.messages import ChatMessage
 from pipelines.rules.config import ProfileCheck, ProfileRule, compile_re2
 
@@ -28,18 +30,17 @@ __all__ = ["LINK_PATTERN", "ProfileMatcher", "contains_link", "metadata_timestam
 
 LINK_PATTERN = (
     r"(?:https?://|ww\.)[^\s]+"
-    r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|net|org|cn|io|me|cc|co|ly|top|xyz|vip|info"
-    r"|biz|app|link|shop|site|online|club|gg|ru|tk)(?:/[^\s]*)?\b"
+    r"|\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:" + "|".join(TLDS) + r")(?:/[^\s]*)?\b"
 )
-"""A link in normalised text (lower case; ``www.`` reads ``ww.``): scheme, ``www.`` or a bare
+"""A link in canonical text (lower case; ``www.`` reads ``ww.``): scheme, ``www.`` or a bare
 common domain."""
 _LINK = compile_re2(LINK_PATTERN)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MAX_EPOCH_MS = 253_402_300_799_999
 
 
-def contains_link(normalised_text: str) -> bool:
-    return _LINK.search(normalised_text) is not None
+def contains_link(canonical_text: str) -> bool:
+    return _LINK.search(canonical_text) is not None
 
 
 def metadata_timestamp(value: object) -> datetime | None:
@@ -69,7 +70,7 @@ class ProfileMatcher:
     def __init__(self, rules: Sequence[ProfileRule]) -> None:
         self._rules = tuple(rules)
 
-    def match(self, message: ChatMessage, normalised_text: str) -> set[str]:
+    def match(self, message: ChatMessage, canonical_text: str) -> set[str]:
         found: set[str] = set()
         link: bool | None = None
         for rule in self._rules:
@@ -84,7 +85,7 @@ class ProfileMatcher:
                 )
             elif _is_new_account(message, rule.max_account_age_hours):
                 if link is None:
-                    link = contains_link(normalised_text)
+                    link = contains_link(canonical_text)
                 fired = link
             else:
                 fired = False

@@ -106,7 +106,7 @@ def test_catastrophic_pattern_is_re2_and_runs() -> None:
     [
         ('kind = "keywords"\nkeywords = []\n', "non-empty"),
         ('kind = "keywords"\nkeywords = [1]\n', "only strings"),
-        ('kind = "keywords"\nkeywords = ["\\u200b"]\n', "empty once normalised"),
+        ('kind = "keywords"\nkeywords = ["\\u200b"]\n', "empty once canonicalised"),
         ('kind = "keywords"\nkeywords = ["a"]\npatterns = ["b"]\n', "unknown keys"),
         ('kind = "regex"\npatterns = "abc"\n', "non-empty array"),
         ('kind = "regex"\npatterns = ["a"]\nmatch = "some"\n', "'match'"),

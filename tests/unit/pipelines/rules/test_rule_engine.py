@@ -124,7 +124,7 @@ def test_hits_sorted_most_severe_first_and_deduplicated() -> None:
         _rule("crit.block", 'kind = "regex"\npatterns = ["x"]', "critical", "block"),
         _rule("high.flag", 'kind = "regex"\npatterns = ["x", "y"]', "high", "flag"),
     )
-    outcome = engine.evaluate(_message("x y x y"))
+    outcome = engine.evaluate(_message("x, y, x, y"))
     assert [h.rule_id for h in outcome.hits] == ["crit.block", "crit.esc", "high.flag", "low.flag"]
     assert outcome.hits[0].severity is Severity.CRITICAL
     assert outcome.hits[0].action is RuleAction.BLOCK

@@ -1,0 +1,44 @@
+"""One canonical text for rules and models: ``canonicalize(text) -> CanonicalText``.
+
+The raw message is what is stored; this is what is matched and scored. Stages, in order:
+
+Base canonical text (``CanonicalText.text``, what the models score):
+
+1. ``pipelines.normalize``: control and zero-width characters dropped, NFKC (full-width and
+   styled mathematical letters become ASCII), case folding, typographic quotes, repeats squeezed,
+   whitespace collapsed;
+2. ``marks``: combining marks on Latin letters stripped (``fück``, Zalgo text);
+3. ``confusables``: Greek, Cyrillic, IPA and other look-alike letters inside Latin words mapped
+   to their Latin prototype (Unicode TR39 data); genuine Greek and Russian words are kept;
+4. ``traditional``: Traditional Chinese to Simplified (OpenCC ``t2s``);
+5. ``rejoin``: single letters split by spaces, dots, dashes or emoji joined (``f u c k``), Han
+   characters split by spaces or symbols joined (``傻 逼``);
+6. normalisation again (a joined run may need squeezing); steps 1-6 repeat until the text is
+   stable, so ``canonicalize(canonicalize(x).text).text == canonicalize(x).text``.
+
+Readings for matching only (never scored, never stored), computed from the base text:
+
+7. ``links``: defanged links restored (``hxxp``, ``[.]``, ``dot com``) -> ``CanonicalText.links``;
+8. ``leet``: tokens mixing letters with digits or symbols read as letters (``sh1t``) and
+   ``*``-masked tokens (``f*ck``) -> ``CanonicalText.leet``, ``CanonicalText.masks``;
+9. ``pinyin``: the fuzzy pinyin syllables of Han text (and of the one-syllable Latin words in
+   it) -> ``CanonicalText.pinyin``, for homophones; keyword lists get their pinyin forms
+   (syllables, spellings such as ``shabi``, initials such as ``nmsl``) with ``keyword_forms``.
+   A Latin word typed in pinyin is its own reading: the spellings and initials of the keywords
+   are matched against the base text as words.
+
+``canonical_form(text)`` is the base text alone, for keyword lists: a list and a message that
+spell a word the same way agree.
+"""
+
+from pipelines.canonical.pinyin import KeywordForms, PinyinReading, keyword_forms
+from pipelines.canonical.text import CanonicalText, canonical_form, canonicalize
+
+__all__ = [
+    "CanonicalText",
+    "KeywordForms",
+    "PinyinReading",
+    "canonical_form",
+    "canonicalize",
+    "keyword_forms",
+]

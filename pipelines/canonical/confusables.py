@@ -1,0 +1,76 @@
+"""Look-alike letters inside Latin words mapped to their Latin prototype.
+
+The table is built once from the Unicode confusables data (TR39) shipped by
+``confusable-homoglyphs``: every single non-ASCII letter that the data lists as confusable with
+a single ASCII letter maps to that letter in lower case (Cyrillic small a U+0430 and Greek
+alpha U+03B1 read ``a``, IPA alpha U+0251 reads ``a``, Cyrillic dze U+0455 reads ``s``).
+
+A word (a run of letters) is folded only when it is written in Latin already, with look-alikes
+mixed in (``fuck`` with a Greek upsilon), or when every letter of it is a look-alike and the
+rest of the message is Latin (``sexy`` spelled in Cyrillic dze, ie, ha and u). Genuine Greek
+or Russian words (``привет``, ``сука``, ``καλημέρα``) keep their letters.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from importlib import resources
+
+from pipelines.canonical.scripts import is_latin_letter
+
+__all__ = ["confusable_table", "fold_confusables"]
+
+_WORD = re.compile(r"[^\W\d_]+")
+# Characters that are never in the table: ASCII, CJK punctuation and ideographs, full-width forms.
+_CANDIDATE = re.compile("[^\x00-\x7f\u3000-\u303f\u3400-\u9fff\uff00-\uffef]")
+
+
+@cache
+def confusable_table() -> dict[str, str]:
+    """Non-ASCII letter -> the lower-case ASCII letter it is confusable with (TR39 data)."""
+    source = resources.files("confusable_homoglyphs").joinpath("confusables.json")
+    data: dict[str, list[dict[str, str]]] = json.loads(source.read_text(encoding="utf-8"))
+    table: dict[str, str] = {}
+    for char, entries in data.items():
+        if len(char) != 1 or char.isascii() or not char.isalpha():
+            continue
+        for entry in entries:
+            other = entry["c"]
+            if len(other) == 1 and other.isascii() and other.isalpha():
+                table[char] = other.lower()
+                break
+    return table
+
+
+def _fold_word(word: str, table: dict[str, str]) -> str:
+    return "".join(table.get(char, char) for char in word)
+
+
+def fold_confusables(text: str) -> str:
+    """``text`` with the look-alike letters of its Latin words replaced by Latin letters."""
+    if text.isascii():
+        return text
+    table = confusable_table()
+    if table.keys().isdisjoint(_CANDIDATE.findall(text)):
+        return text
+    words = _WORD.findall(text)
+    latin_words = sum(1 for word in words if word.isascii())
+    pieces: list[str] = []
+    last = 0
+    for match in _WORD.finditer(text):
+        word = match.group()
+        if word.isascii() or not any(char in table for char in word):
+            continue
+        has_latin = any(is_latin_letter(char) for char in word)
+        all_lookalike = all(char in table or is_latin_letter(char) for char in word)
+        latin_message = latin_words > 0 and latin_words * 2 >= len(words)
+        if has_latin or (all_lookalike and latin_message):
+            pieces.append(text[last : match.start()])
+            pieces.append(_fold_word(word, table))
+            last = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[last:])
+    return "".join(pieces)

@@ -1,0 +1,77 @@
+"""The entry point: ``canonicalize(text) -> CanonicalText``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipelines.canonical.confusables import fold_confusables
+from pipelines.canonical.leet import leet_readings
+from pipelines.canonical.links import deobfuscate_links
+from pipelines.canonical.marks import strip_marks
+from pipelines.canonical.pinyin import NO_PINYIN, PinyinReading, pinyin_reading
+from pipelines.canonical.rejoin import rejoin
+from pipelines.canonical.traditional import to_simplified
+from pipelines.normalize import normalize
+
+__all__ = ["CanonicalText", "canonical_form", "canonicalize"]
+
+_MAX_PASSES = 4
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class CanonicalText:
+    """One message in canonical form. Never log it: it is the message text (its ``repr`` shows
+    only sizes)."""
+
+    text: str
+    """The base canonical text: what keyword rules match, what regex rules search (via
+    ``links``), and what the models should score."""
+    links: str
+    """``text`` with defanged links restored (``hxxp``, ``[.]``, ``dot com``); the same string
+    as ``text`` when there were none. Regex and link rules search this."""
+    leet: tuple[str, ...] = ()
+    """Alternative readings of ``text`` with leetspeak tokens read as letters (matching only)."""
+    masks: tuple[str, ...] = ()
+    """Tokens with ``*`` masks (``f*ck``), leet already read, for fitting against a lexicon."""
+    pinyin: PinyinReading = NO_PINYIN
+    """Pinyin syllables of the Han text, for homophones (matching only)."""
+
+    def __repr__(self) -> str:
+        return (
+            f"CanonicalText(<{len(self.text)} chars>, leet={len(self.leet)},"
+            f" masks={len(self.masks)}, syllables={len(self.pinyin.codes)})"
+        )
+
+
+def _stages(text: str) -> str:
+    """Steps 2-5 on normalised text."""
+    if not text.isascii():
+        text = strip_marks(text)
+        text = fold_confusables(text)
+        text = to_simplified(text)
+    return rejoin(text)
+
+
+def canonical_form(text: str) -> str:
+    """The base canonical text of ``text`` alone (``canonicalize(text).text``), without the
+    readings: what keyword lists are canonicalised with."""
+    current = normalize(text)
+    for _ in range(_MAX_PASSES):
+        staged = _stages(current)
+        if staged == current:
+            return current  # normalised, and no stage changes it: a fixed point
+        current = normalize(staged)
+    return current
+
+
+def canonicalize(text: str) -> CanonicalText:
+    """The canonical text of ``text`` and the readings matchers use (see the package docs)."""
+    base = canonical_form(text)
+    readings = leet_readings(base)
+    return CanonicalText(
+        text=base,
+        links=deobfuscate_links(base),
+        leet=readings.texts,
+        masks=readings.masks,
+        pinyin=pinyin_reading(base),
+    )
