@@ -5,7 +5,8 @@ Each text takes the worker's own path (``worker/app.py`` ``_decode`` and ``_rout
 
 1. a Kafka record value with the text is decoded by ``pipelines.decode.decode_message`` (a text
    the worker would dead-letter gets no decision, ``None``);
-2. ``RuleEngine.evaluate`` with the default rule set;
+2. ``pipelines.canonical.canonicalize`` once, then ``RuleEngine.evaluate`` with the default rule
+   set on it; the canonical text is also what the model scores, as in the worker;
 3. a rule block (``RuleOutcome.is_decisive``) is decided without the model, as the worker's
    decided batches are (``decide(outcome, None, thresholds, model_available=False)``);
 4. every other message is scored by the served ``moderation`` model's own code
@@ -26,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipelines.canonical import CanonicalText, canonicalize
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage
 from pipelines.policy import PolicyThresholds, decide
@@ -65,6 +67,12 @@ def _message(index: int, text: str) -> ChatMessage | None:
         return None
 
 
+def canonical_text(canonical: CanonicalText | None) -> str:
+    if canonical is None:
+        raise ValueError("a message to score has no canonical text")
+    return canonical.text
+
+
 def decide_texts(
     texts: Sequence[str],
     scorer: Scorer,
@@ -77,12 +85,16 @@ def decide_texts(
     engine = engine if engine is not None else RuleEngine(default_ruleset())
     thresholds = thresholds if thresholds is not None else PolicyThresholds()
     messages = [_message(i, t) for i, t in enumerate(texts)]
-    outcomes = [engine.evaluate(m) if m is not None else None for m in messages]
+    canonicals = [canonicalize(m.text) if m is not None else None for m in messages]
+    outcomes = [
+        engine.evaluate(m, c) if m is not None and c is not None else None
+        for m, c in zip(messages, canonicals, strict=True)
+    ]
     to_score = [i for i, o in enumerate(outcomes) if o is not None and not o.is_decisive]
     scores: dict[int, ModelScores] = {}
     for start in range(0, len(to_score), _BATCH):
         chunk = to_score[start : start + _BATCH]
-        rows = scorer([texts[i] for i in chunk])
+        rows = scorer([canonical_text(canonicals[i]) for i in chunk])
         if len(rows) != len(chunk):
             raise ValueError(f"scorer returned {len(rows)} rows for {len(chunk)} texts")
         scores.update(zip(chunk, rows, strict=True))

@@ -30,6 +30,7 @@ from typing import Any
 from common.kafka_access import KafkaAccessError, verify_kafka_access
 from common.kafka_client import KafkaClientConfigError
 from common.logs import configure_logging, get_logger
+from pipelines.canonical import canonicalize
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import SourcePosition
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
@@ -381,7 +382,10 @@ class Worker:
             await self._decided_batcher.put(work)
             return
         work.message = self._strikes.enrich(work.message)
-        work.outcome = self._engine.evaluate(work.message)
+        # One canonical text for both: the rules match it, the model scores it.
+        canonical = canonicalize(work.message.text)
+        work.outcome = self._engine.evaluate(work.message, canonical)
+        work.model_text = canonical.text
         self._failpoints.hit("after_rules")
         for hit in work.outcome.hits:
             self.metrics.rule_hits_total.labels(hit.category).inc()

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
+from pipelines.canonical import canonicalize
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -56,6 +57,9 @@ class Work:
     error: DecodeError | None = None
     raw: bytes | None = None
     """Original bytes, kept only for records that will be dead-lettered."""
+    model_text: str | None = None
+    """The canonical text the rules matched, which is what the model scores (the raw text is
+    what is stored and shown to moderators)."""
 
     @property
     def partition_key(self) -> PartitionKey:
@@ -128,7 +132,7 @@ class BatchProcessor:
         scores: list[ModelScores | None] = [None] * len(works)
         run = ModelRun(batch_id=str(uuid.uuid4()))
         try:
-            result = await self._infer([_message(w).text for w in works])
+            result = await self._infer([_model_text(w) for w in works])
         except InferenceError as exc:
             self._metrics.inference_failures_total.labels(type(exc).__name__).inc()
             _log.warning("inference_failed", error=str(exc), items=len(works))
@@ -312,6 +316,13 @@ class BatchProcessor:
             # The rows stay ``published = false``; the outbox relay sends them later.
             self._metrics.publish_failures_total.inc()
             _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))
+
+
+def _model_text(work: Work) -> str:
+    """What the model scores: the canonical text (computed here if routing did not)."""
+    if work.model_text is not None:
+        return work.model_text
+    return canonicalize(_message(work).text).text
 
 
 def _message(work: Work) -> ChatMessage:

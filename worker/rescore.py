@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from common.logs import configure_logging, get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
@@ -90,7 +91,8 @@ class Rescorer:
         rows = await self._store.pending_model_rows(self._batch_items, topic, partitions)
         if not rows:
             return 0
-        result = await self._inference.infer([r.text for r in rows])
+        # The model scores the canonical text, as it does for the stream.
+        result = await self._inference.infer([canonicalize(r.text).text for r in rows])
         run = ModelRun(
             result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
         )

@@ -234,6 +234,19 @@ async def test_model_batch_verdicts_are_decided_by_the_model() -> None:
     assert len({v.batch_id for v in stored.verdicts}) == 1
 
 
+async def test_the_model_scores_the_canonical_text_and_the_raw_text_is_stored() -> None:
+    """Inference gets the canonical text (routing's, or computed here), while escalations keep
+    the raw text a moderator must read."""
+    rig = _rig()
+    routed = _work(rig.tracker, 0)
+    routed.model_text = "already canonical"
+    disguised = _work(rig.tracker, 1)
+    assert disguised.message is not None
+    disguised.message = dataclasses.replace(disguised.message, text="\uff28\uff25\uff2c\uff2c\uff2f f.u.c.k")
+    await rig.processor.process_model_batch(_batch([routed, disguised]))
+    assert rig.inference.calls == [["already canonical", "hello fuck"]]
+
+
 async def test_inference_down_stores_pending_model_verdicts() -> None:
     """When inference raises, verdicts fall back to pending_model and are still stored."""
     rig = _rig(inference_down=True)
