@@ -242,7 +242,8 @@ async def test_the_model_scores_the_canonical_text_and_the_raw_text_is_stored() 
     routed.model_text = "already canonical"
     disguised = _work(rig.tracker, 1)
     assert disguised.message is not None
-    disguised.message = dataclasses.replace(disguised.message, text="\uff28\uff25\uff2c\uff2c\uff2f f.u.c.k")
+    full_width_hello = "\uff28\uff25\uff2c\uff2c\uff2f"
+    disguised.message = dataclasses.replace(disguised.message, text=f"{full_width_hello} f.u.c.k")
     await rig.processor.process_model_batch(_batch([routed, disguised]))
     assert rig.inference.calls == [["already canonical", "hello fuck"]]
 
