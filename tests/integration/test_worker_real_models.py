@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
+import orjson
 import pytest
 
 from common.settings import project_root
+from pipelines.canonical import canonicalize
 from stack import private_triton
-from stack.samples import produce, sample_stream
+from stack.samples import SampleRecord, produce, sample_stream
 from tests.integration.conftest import free_ports, wait_until
 from worker.app import Worker
 from worker.settings import WorkerSettings
@@ -90,3 +93,88 @@ async def test_worker_scores_with_the_real_models(
         return sum(values) / len(values)
 
     assert mean_toxicity("abusive") > mean_toxicity("benign") + 0.2
+
+
+# (plain, disguised): each disguise is one the canonical text undoes (alternating case,
+# full-width letters, zero-width characters, Traditional characters, characters split by
+# spaces, Cyrillic look-alike letters inside a Latin word, letters split by dots).
+DISGUISED_PAIRS = (
+    (
+        "you are a worthless idiot and everyone hates you",
+        "YoU aRe A wOrThLeSs IdIoT aNd EvErYoNe HaTeS yOu",
+    ),
+    (
+        "shut up you stupid loser",
+        "".join(chr(ord(c) + 0xFEE0) if c != " " else c for c in "shut up you stupid loser"),
+    ),
+    ("go to hell you pathetic clown", "go to he\u200bll you pa\u200bthetic clo\u200bwn"),
+    (
+        "\u4f60\u8fd9\u4e2a\u5e9f\u7269\u771f\u8ba9\u4eba\u6076\u5fc3",
+        "\u4f60\u9019\u500b\u5ee2\u7269\u771f\u8b93\u4eba\u5641\u5fc3",
+    ),
+    ("\u4f60\u5c31\u662f\u4e2a\u5783\u573e", "\u4f60 \u5c31 \u662f \u4e2a \u5783 \u573e"),
+    ("you are an idiot", "you are an \u0456d\u0456\u043et"),
+    ("kill yourself loser", "k.i.l.l yourself loser"),
+)
+
+
+def _record(message_id: str, text: str) -> SampleRecord:
+    value = orjson.dumps(
+        {
+            "message_id": message_id,
+            "group_id": "disguise-group",
+            "sender_id": f"sender-{message_id}",
+            "text": text,
+            "sent_at": datetime.now(UTC).isoformat(),
+        }
+    )
+    return SampleRecord(b"disguise-group", value, message_id, "pair")
+
+
+async def test_a_disguised_message_gets_its_plain_forms_decision(
+    worker_settings: WorkerSettings, real_triton: str
+) -> None:
+    """Through the worker and the real models, each disguised message gets exactly the decision,
+    decider, category and scores of its plain form: one canonical text feeds rules and model."""
+    for plain, disguised in DISGUISED_PAIRS:  # the pairs must be disguises the stage undoes
+        assert canonicalize(plain).text == canonicalize(disguised).text
+    s = worker_settings.model_copy(
+        update={"triton": worker_settings.triton.model_copy(update={"grpc_url": real_triton})}
+    )
+    records = [
+        _record(f"{form}-{i}", text)
+        for i, pair in enumerate(DISGUISED_PAIRS)
+        for form, text in zip(("plain", "disguised"), pair, strict=True)
+    ]
+    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+    stop = asyncio.Event()
+    task = asyncio.create_task(Worker(s).run(stop))
+    conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+    try:
+
+        async def all_handled() -> bool:
+            if task.done():
+                task.result()
+            n = await conn.fetchval(
+                "SELECT count(*) FROM verdicts WHERE source_topic = $1", s.kafka.input_topic
+            )
+            return int(n) >= len(records)
+
+        await wait_until(all_handled, timeout_s=240)
+        stop.set()
+        await asyncio.wait_for(task, timeout=60)
+        rows = await conn.fetch(
+            "SELECT message_id, decision, decided_by, category, scores FROM verdicts "
+            "WHERE source_topic = $1",
+            s.kafka.input_topic,
+        )
+    finally:
+        await conn.close()
+    by_id = {r["message_id"]: r for r in rows}
+    for i, (plain, _) in enumerate(DISGUISED_PAIRS):
+        a, b = by_id[f"plain-{i}"], by_id[f"disguised-{i}"]
+        seen = (a["decision"], a["decided_by"], a["category"])
+        assert seen == (b["decision"], b["decided_by"], b["category"]), plain
+        assert orjson.loads(a["scores"] or "null") == orjson.loads(b["scores"] or "null"), plain
+    assert {r["decided_by"] for r in rows} <= {"rules", "model"}
+    assert any(r["decision"] != "allow" for r in rows), "the abusive pairs must not all pass"
