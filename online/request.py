@@ -15,14 +15,15 @@ from google.protobuf.json_format import MessageToDict
 
 from online.api import moderation_pb2 as pb
 from online.errors import InvalidMessage
-from pipelines.decode import DecodeError, decode_message
+from pipelines.decode import DecodeError, DecodeErrorCode, decode_message
 from pipelines.messages import ChatMessage
 
 __all__ = ["message_from_request", "request_record"]
 
 
 def request_record(request: pb.CheckMessageRequest) -> bytes:
-    """The request as the JSON record value the stream would read."""
+    """The request as the JSON record value the stream would read (``InvalidMessage`` for a
+    timestamp no ``datetime`` can hold)."""
     document: dict[str, object] = {
         "message_id": request.message_id,
         "group_id": request.group_id,
@@ -30,7 +31,12 @@ def request_record(request: pb.CheckMessageRequest) -> bytes:
         "text": request.text,
     }
     if request.HasField("sent_at"):
-        document["sent_at"] = request.sent_at.ToDatetime(tzinfo=UTC).isoformat()
+        try:
+            document["sent_at"] = request.sent_at.ToDatetime(tzinfo=UTC).isoformat()
+        except (ValueError, OverflowError) as exc:
+            raise InvalidMessage(
+                DecodeErrorCode.BAD_TIMESTAMP.value, "sent_at is outside the supported range"
+            ) from exc
     if request.HasField("metadata"):
         document["metadata"] = MessageToDict(request.metadata)
     return orjson.dumps(document)

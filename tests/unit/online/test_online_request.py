@@ -69,3 +69,12 @@ def test_an_unset_timestamp_is_an_absent_field_not_the_epoch() -> None:
     document = orjson.loads(request_record(_request(sent_at=None)))
     assert "sent_at" not in document
     assert "metadata" not in document
+
+
+def test_a_timestamp_beyond_datetime_is_a_bad_timestamp() -> None:
+    """A Timestamp whose seconds no datetime can hold is refused as bad_timestamp, not a crash."""
+    request = _request()
+    request.sent_at.seconds = 10**15
+    with pytest.raises(InvalidMessage) as caught:
+        message_from_request(request, max_bytes=1_000_000)
+    assert caught.value.code == "bad_timestamp"
