@@ -34,7 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "stack.command",
     "modelbuild.command",
     "worker.rescore",
-    "online.app",
+    "online.command",
 )
 
 PRODUCTION_COMMANDS: tuple[str, ...] = (

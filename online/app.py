@@ -1,4 +1,4 @@
-"""``modstream online``: wires the daemon's parts behind the gRPC server and runs them.
+"""The online service's wiring: the daemon's parts behind the gRPC server, run until stopped.
 
 Parts reused from the daemon: the PostgreSQL pool and stores, the Kafka publisher, the Triton
 client (with its deadline, retries and circuit breaker), the rule engine and its file watcher,
@@ -14,18 +14,16 @@ nothing was acknowledged for them).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import signal
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from typing import Any
 
 from grpc_health.v1 import health
 
 from common.api_tokens import TokenReader
-from common.logs import configure_logging, get_logger
+from common.logs import get_logger
 from online.auth import TokenAuthInterceptor
 from online.budget import BudgetedInference
 from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
@@ -56,7 +54,7 @@ from worker.stores.strikes import StrikeStore
 from worker.stores.verdict_batches import VerdictBatchStore
 from worker.stores.verdict_outbox import VerdictOutboxStore
 
-__all__ = ["OnlineService", "register"]
+__all__ = ["OnlineService", "serve_until_signalled"]
 
 _log = get_logger(__name__)
 _CONSUMER_GROUP = "online"
@@ -242,27 +240,10 @@ class OnlineService:
                 await asyncio.wait_for(done.wait(), interval)
 
 
-async def _serve(settings: OnlineSettings) -> None:
+async def serve_until_signalled(settings: OnlineSettings) -> None:
+    """Run the service until SIGTERM or SIGINT."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await OnlineService(settings).run(stop)
-
-
-def _run(args: argparse.Namespace) -> int:
-    settings = OnlineSettings()
-    if args.port is not None:
-        online = settings.online.model_copy(update={"port": args.port})
-        settings = settings.model_copy(update={"online": online})
-    configure_logging(settings.log_level)
-    asyncio.run(_serve(settings))
-    return 0
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "online", help="serve ModerationService.CheckMessage over gRPC until SIGTERM"
-    )
-    parser.add_argument("--port", type=int, default=None, help="default: online.port (18070)")
-    parser.set_defaults(handler=_run)
