@@ -257,3 +257,25 @@ async def test_bad_input_and_missing_tokens_are_refused_with_their_codes(
     assert no_token.value.code() is grpc.StatusCode.UNAUTHENTICATED
     assert wrong_role.value.code() is grpc.StatusCode.UNAUTHENTICATED
     assert await _verdict_rows(database) == []
+
+
+async def test_two_instances_answer_concurrent_repeats_with_one_stored_verdict(
+    database: str, topics: dict[str, str]
+) -> None:
+    """Repeats spread over two services at once: one row, one offset, one decision for all."""
+    await _clear(database)
+    settings = online_settings_for(database, topics)
+    token = await make_token(database)
+    async with running_service(settings) as one, running_service(settings) as two:
+        assert one.port is not None
+        assert two.port is not None
+        clients = [Client(one.port, token), Client(two.port, token)]
+        try:
+            req = request(CALM, message_id="across-1")
+            answers = await asyncio.gather(*(clients[i % 2].check(req) for i in range(10)))
+        finally:
+            for client in clients:
+                await client.close()
+    assert len({a.source_offset for a in answers}) == 1
+    assert len({(a.decision, a.decided_by) for a in answers}) == 1
+    assert [r["message_id"] for r in await _verdict_rows(database)] == ["across-1"]
