@@ -18,6 +18,19 @@ from worker.processing import BatchProcessor, BatchStore, Work
 from worker.stores.database import StoreError
 from worker.stores.verdict_batches import VerdictBatch
 
+__all__ = [
+    "CALM",
+    "ENGINE",
+    "SENT_AT",
+    "SPAM",
+    "FakeModel",
+    "FakePublisher",
+    "FakeStore",
+    "NoCommit",
+    "make_collector",
+    "work",
+]
+
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
 SENT_AT = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 ENGINE = RuleEngine(default_ruleset())
