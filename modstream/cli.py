@@ -34,9 +34,17 @@ COMMAND_MODULES: tuple[str, ...] = (
     "stack.command",
     "modelbuild.command",
     "worker.rescore",
+    "online.command",
 )
 
-PRODUCTION_COMMANDS: tuple[str, ...] = ("migrate", "worker", "review", "retention", "rescore")
+PRODUCTION_COMMANDS: tuple[str, ...] = (
+    "migrate",
+    "worker",
+    "review",
+    "retention",
+    "rescore",
+    "online",
+)
 """The sub-commands the production image offers (its packages: see ``.dockerignore``)."""
 
 

@@ -1,18 +1,19 @@
 """API tokens and console sessions: random secrets, stored only as SHA-256 digests.
 
-A token is shown once, when it is created. Lookups go by digest and the stored digest is then
-compared with ``hmac.compare_digest``, so neither the token nor its digest leaks through timing.
+A token is shown once, when it is created. Tokens are made, hashed and looked up by
+``common.api_tokens`` (the online service authenticates chat servers the same way); the review
+service accepts only its own roles, so a ``platform`` token opens neither the API nor the console.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import secrets
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 
+from common.api_tokens import digest, find_token_owner, new_token
 from review.errors import UserExistsError
 from review.schemas import Role, User
 
@@ -35,17 +36,8 @@ if TYPE_CHECKING:
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 """A plain connection or one borrowed from a pool."""
 
-_TOKEN_PREFIX = "msr_"  # noqa: S105 - a public prefix, not a secret
-
-
-def new_token() -> str:
-    """A fresh API token (256 random bits)."""
-    return _TOKEN_PREFIX + secrets.token_urlsafe(32)
-
-
-def digest(secret: str) -> str:
-    """Hex SHA-256 of a token or session id: what the database stores."""
-    return hashlib.sha256(secret.encode()).hexdigest()
+_REVIEW_ROLES = frozenset({Role.MODERATOR.value, Role.ADMIN.value})
+"""The roles that may use the review API and console (not ``platform``)."""
 
 
 def _user(row: asyncpg.Record) -> User:
@@ -96,18 +88,11 @@ async def disable_user(conn: Conn, name: str) -> bool:
 
 
 async def authenticate_token(conn: Conn, token: str) -> User | None:
-    """The enabled user owning ``token``, or ``None``."""
-    if not token.startswith(_TOKEN_PREFIX) or len(token) > 256:
+    """The enabled moderator or admin owning ``token``, or ``None`` (platform tokens too)."""
+    owner = await find_token_owner(conn, token)
+    if owner is None or owner.role not in _REVIEW_ROLES:
         return None
-    wanted = digest(token)
-    row = await conn.fetchrow(
-        "SELECT id, name, role, categories, token_sha256 FROM review_users "
-        "WHERE token_sha256 = $1 AND disabled_at IS NULL",
-        wanted,
-    )
-    if row is None or not hmac.compare_digest(row["token_sha256"], wanted):
-        return None
-    return _user(row)
+    return User(id=owner.id, name=owner.name, role=Role(owner.role), categories=owner.categories)
 
 
 class ConsoleSession:

@@ -105,7 +105,12 @@ def register(subparsers: Any) -> None:
     serve.set_defaults(handler=_serve)
     add_user = commands.add_parser("add-user", help="create a user and print its API token once")
     add_user.add_argument("name")
-    add_user.add_argument("--role", choices=("moderator", "admin"), default="moderator")
+    add_user.add_argument(
+        "--role",
+        choices=("moderator", "admin", "platform"),
+        default="moderator",
+        help="platform: a chat server's token for `modstream online` (no review access)",
+    )
     add_user.add_argument(
         "--queues",
         type=parse_queues,

@@ -28,6 +28,8 @@ __all__ = [
 class Role(StrEnum):
     MODERATOR = "moderator"
     ADMIN = "admin"
+    PLATFORM = "platform"
+    """A chat server calling the online service (``modstream online``); never a review user."""
 
 
 class Action(StrEnum):

@@ -1,0 +1,138 @@
+"""Fakes for the online unit tests: a model, a store and a publisher behind a real processor."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+
+from online.collector import Collector
+from pipelines.messages import ChatMessage, SourcePosition
+from pipelines.policy import PolicyThresholds
+from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.scores import ModelScores
+from worker.inference import InferenceResult, InferenceUnavailable
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.processing import BatchProcessor, BatchStore, Work
+from worker.stores.database import StoreError
+from worker.stores.verdict_batches import VerdictBatch
+
+__all__ = [
+    "CALM",
+    "ENGINE",
+    "SENT_AT",
+    "SPAM",
+    "FakeModel",
+    "FakePublisher",
+    "FakeStore",
+    "NoCommit",
+    "make_collector",
+    "work",
+]
+
+CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
+SENT_AT = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
+ENGINE = RuleEngine(default_ruleset())
+SPAM = "FREE MONEY!!! click http://win-prizes.example.com now to claim your reward"
+
+
+class FakeModel:
+    """Scores every text CALM after ``delay_s``; ``down`` raises; records each call's texts."""
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.down = False
+        self.calls: list[list[str]] = []
+
+    async def infer(self, texts: Sequence[str]) -> InferenceResult:
+        self.calls.append(list(texts))
+        if self.down:
+            raise InferenceUnavailable("circuit breaker open")
+        await asyncio.sleep(self.delay_s)
+        return InferenceResult([CALM] * len(texts), "moderation", "1", self.delay_s * 1000)
+
+
+class FakeStore:
+    """Keeps written batches; rejects rows whose message id contains ``bad``."""
+
+    def __init__(self) -> None:
+        self.batches: list[VerdictBatch] = []
+        self.published: list[SourcePosition] = []
+
+    async def write(self, batch: VerdictBatch) -> None:
+        if any("bad" in v.message_id for v in batch.verdicts):
+            raise StoreError("write rejected: 22P05")
+        self.batches.append(batch)
+
+    async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
+        self.published.extend(position for position, _ in keys)
+
+
+class FakePublisher:
+    def __init__(self) -> None:
+        self.records: list[tuple[str, bytes | None, bytes]] = []
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        self.records.extend((topic, k, v) for k, v in records)
+
+    async def dead_letter(
+        self,
+        value: bytes | None,
+        key: bytes | None,
+        position: SourcePosition,
+        reason_code: str,
+        reason: str,
+    ) -> None:
+        return None
+
+
+class NoCommit:
+    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+        return None
+
+
+def make_collector(
+    model: FakeModel,
+    store: FakeStore,
+    publisher: FakePublisher,
+    *,
+    max_items: int = 8,
+    max_wait_s: float = 0.05,
+    model_usable: bool = True,
+    min_model_s: float = 0.0,
+) -> Collector:
+    """A collector over the daemon's real BatchProcessor with the fakes above."""
+    from online.budget import BudgetedInference
+
+    def make_processor(answering: BatchStore) -> BatchProcessor:
+        return BatchProcessor(
+            inference=BudgetedInference(model),
+            store=answering,
+            outbox=store,
+            publisher=publisher,
+            committer=NoCommit(),
+            tracker=OffsetTracker(),
+            thresholds=PolicyThresholds(),
+            verdict_topic="moderation.verdicts",
+            metrics=Metrics(),
+            give_up=asyncio.Event(),
+        )
+
+    return Collector(
+        store=store,
+        make_processor=make_processor,
+        max_items=max_items,
+        max_wait_s=max_wait_s,
+        max_in_flight=2,
+        queue_items=100,
+        min_model_s=min_model_s,
+        model_usable=lambda: model_usable,
+    )
+
+
+def work(offset: int, text: str, message_id: str | None = None) -> Work:
+    """A decoded, rule-evaluated record at online coordinates."""
+    message = ChatMessage(message_id or f"m-{offset}", "g-1", "u-1", text, SENT_AT)
+    position = SourcePosition("online", 0, offset)
+    return Work(position, None, 0.0, message=message, outcome=ENGINE.evaluate(message))

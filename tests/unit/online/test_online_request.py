@@ -1,0 +1,80 @@
+"""online.request: requests are validated by the stream's decoder, with its reason codes."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import orjson
+import pytest
+from google.protobuf.struct_pb2 import Struct
+
+from online.api import moderation_pb2 as pb
+from online.errors import InvalidMessage
+from online.request import message_from_request, request_record
+
+SENT = datetime(2026, 12, 3, 10, 0, 0, 123456, tzinfo=UTC)
+
+
+def _request(**fields: object) -> pb.CheckMessageRequest:
+    values: dict[str, object] = {
+        "message_id": "m-1",
+        "group_id": "g-1",
+        "sender_id": "u-1",
+        "text": "hello there",
+        "sent_at": SENT,
+    }
+    values.update(fields)
+    return pb.CheckMessageRequest(**{k: v for k, v in values.items() if v is not None})
+
+
+def test_a_valid_request_becomes_the_same_message_the_stream_would_read() -> None:
+    """Fields, the microsecond timestamp and metadata all arrive in the ChatMessage."""
+    metadata = Struct()
+    metadata.update({"sender_joined_at": "2026-12-01T00:00:00Z", "score": 3})
+    message = message_from_request(_request(metadata=metadata), max_bytes=1_000_000)
+    assert (message.message_id, message.group_id, message.sender_id) == ("m-1", "g-1", "u-1")
+    assert message.text == "hello there"
+    assert message.sent_at == SENT
+    assert message.metadata == {"sender_joined_at": "2026-12-01T00:00:00Z", "score": 3.0}
+
+
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"text": " \u200b "}, "empty_text"),
+        ({"message_id": ""}, "empty_field"),
+        ({"sent_at": None}, "missing_field"),
+        ({"text": "x" * 10_001}, "text_too_long"),
+        ({"group_id": "g" * 129}, "field_too_long"),
+        ({"text": "nul\x00byte"}, "nul_byte"),
+    ],
+)
+def test_bad_requests_carry_the_decoders_reason_code(fields: dict[str, object], code: str) -> None:
+    """Each invalid field is refused with the code the stream's decoder gives it."""
+    with pytest.raises(InvalidMessage) as caught:
+        message_from_request(_request(**fields), max_bytes=1_000_000)
+    assert caught.value.code == code
+    assert caught.value.detail.startswith(f"{code}: ")
+
+
+def test_the_record_never_exceeds_the_stream_size_limit_unnoticed() -> None:
+    """A request larger than max_bytes is refused as too_large, like an oversized record."""
+    with pytest.raises(InvalidMessage) as caught:
+        message_from_request(_request(text="a" * 500), max_bytes=200)
+    assert caught.value.code == "too_large"
+
+
+def test_an_unset_timestamp_is_an_absent_field_not_the_epoch() -> None:
+    """Without sent_at the record has no sent_at key (the decoder then says missing_field)."""
+    document = orjson.loads(request_record(_request(sent_at=None)))
+    assert "sent_at" not in document
+    assert "metadata" not in document
+
+
+def test_a_timestamp_beyond_datetime_is_a_bad_timestamp() -> None:
+    """A Timestamp whose seconds no datetime can hold is refused as bad_timestamp, not a crash."""
+    request = _request()
+    request.sent_at.seconds = 10**15
+    with pytest.raises(InvalidMessage) as caught:
+        message_from_request(request, max_bytes=1_000_000)
+    assert caught.value.code == "bad_timestamp"

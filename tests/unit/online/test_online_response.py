@@ -1,0 +1,55 @@
+"""online.response: the gRPC answer carries every field of the published verdict record."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from online.moderator import Answer, Latency
+from online.response import check_response
+from pipelines.messages import SourcePosition
+from pipelines.policy import PolicyThresholds
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
+from pipelines.verdict_codec import verdict_record
+from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
+from tests.unit.online.online_fakes import CALM, SENT_AT
+
+
+def test_every_record_field_reaches_the_response() -> None:
+    """Decision, reasons, hits, per-task scores and labels, model and offset are all carried."""
+    hit = RuleHit("en.threat.kill", "threat", Severity.HIGH, RuleAction.ESCALATE)
+    facts = MessageFacts(SourcePosition("online", 0, 41), "m-1", "g-1", "u-1", SENT_AT, "ab" * 32)
+    verdict = make_verdict(
+        facts,
+        RuleOutcome((hit,)),
+        CALM,
+        PolicyThresholds(),
+        ModelRun("moderation", "3", None, 4.5),
+        queue_ms=1.5,
+    )
+    record = verdict_record(verdict, created_at=datetime.now(UTC))
+    response = check_response(Answer(record, False, Latency(0.2, 1.5, 4.5, 7.0)))
+    assert response.message_id == "m-1"
+    assert response.source_offset == 41
+    assert response.escalate
+    assert (response.decision, response.decided_by) == (record["decision"], "model")
+    assert list(response.reasons) == record["reasons"]
+    assert [(h.rule_id, h.severity, h.action) for h in response.rule_hits] == [
+        ("en.threat.kill", "high", "escalate")
+    ]
+    assert response.scores["toxicity"].label == "none"
+    assert response.scores["intent"].probabilities["chat"] == 1.0
+    assert (response.model_name, response.model_version) == ("moderation", "3")
+    assert response.latency.total_ms == 7.0
+    assert not response.replayed
+
+
+def test_a_rules_only_record_has_no_scores_or_model() -> None:
+    """Without scores the response's score map and model fields stay empty."""
+    facts = MessageFacts(SourcePosition("online", 0, 1), "m-2", "g-1", "u-1", SENT_AT, "cd" * 32)
+    verdict = make_verdict(facts, RuleOutcome(), None, PolicyThresholds(), ModelRun(), queue_ms=0.0)
+    record = verdict_record(verdict, created_at=datetime.now(UTC))
+    response = check_response(Answer(record, True, Latency()))
+    assert response.decided_by == "pending_model"
+    assert not response.scores
+    assert response.model_name == ""
+    assert response.replayed
