@@ -55,16 +55,18 @@ SERVICE_LOGINS: dict[str, str] = {
     "worker": "modstream_worker_login",
     "review": "modstream_review_login",
     "analyst": "modstream_analyst_login",
+    "online": "modstream_online_login",
 }
 """The stack's login per service, each a member of ``modstream_<service>`` (trust auth: no
 password locally; a deployment creates its own logins with passwords or certificates)."""
-# The group roles as migration 0020 creates them (whichever runs first), then the logins.
+# The group roles as migrations 0020 and 0040 create them (whichever runs first), then the
+# logins.
 _CREATE_SERVICE_ROLES = """
 DO $$
 DECLARE
     g text;
 BEGIN
-    FOREACH g IN ARRAY ARRAY['owner', 'worker', 'review', 'analyst'] LOOP
+    FOREACH g IN ARRAY ARRAY['owner', 'worker', 'review', 'analyst', 'online'] LOOP
         IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'modstream_' || g) THEN
             EXECUTE format('CREATE ROLE %I NOLOGIN', 'modstream_' || g);
         END IF;

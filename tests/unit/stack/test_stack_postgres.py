@@ -105,6 +105,7 @@ def test_service_dsns_without_tls(tmp_path: Path) -> None:
         "worker": "postgresql://modstream_worker_login@127.0.0.1:25432/modstream",
         "review": "postgresql://modstream_review_login@127.0.0.1:25432/modstream",
         "analyst": "postgresql://modstream_analyst_login@127.0.0.1:25432/modstream",
+        "online": "postgresql://modstream_online_login@127.0.0.1:25432/modstream",
     }
 
 
