@@ -10,8 +10,8 @@
   (their verdicts stay ``pending_model`` and are no longer re-scored).
 - Ledgers: dead letters after ``--keep-dead-letters`` (90 days), strikes that expired more than
   ``--keep-expired-strikes`` ago (30 days; expired strikes no longer count anyway), published
-  decision-outbox rows after ``--keep-outbox`` (7 days; unpublished ones are never touched), and
-  console sessions once expired.
+  decision-outbox rows after ``--keep-outbox`` (7 days; unpublished ones are never touched),
+  console sessions once expired, and the online service's message-id ledger after ``--keep``.
 
 Everything runs in one transaction under an advisory lock, so two runs cannot interleave;
 ``--dry-run`` counts what would go and changes nothing.
@@ -113,6 +113,8 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
         "outbox",
     ),
     _Step("expired_sessions", "review_sessions", "expires_at < $1", "now"),
+    # The online service's message-id ledger goes with the verdicts it points at.
+    _Step("online_messages", "online_messages", "created_at < $1", "verdicts"),
 )
 
 
