@@ -1,5 +1,9 @@
 """The review queue in PostgreSQL: listing, exclusive claims with expiry, decisions, context.
 
+Order: items in an urgent category (``pipelines.severe_harm.URGENT_CATEGORIES``: the writer's
+own self-harm, sexual exploitation of minors) first, then by rank (priority plus repeat-offender,
+age and confidence boosts), then confidence, then age.
+
 A claim is a row state, not a lock held by a connection: ``status = 'claimed'`` with
 ``claim_expires_at``. Every query treats a claim past its expiry as open, so an abandoned item
 returns to the queue without a sweeper. Claims take the row with ``FOR UPDATE SKIP LOCKED`` (or a
@@ -15,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 
+from pipelines.severe_harm import URGENT_CATEGORIES
 from review.decisions import encode_payload
 from review.errors import (
     ClaimLimitError,
@@ -86,7 +91,12 @@ _FILTERS = f"""r.queue = ANY($4::text[])
     AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
     AND ($8::double precision IS NULL OR {_AGE_S} <= $8)"""
 
-_ORDER = f"ORDER BY {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
+# Urgent categories come before any rank (the names are constants, never user input).
+_URGENT = "COALESCE(r.category IN ({}), false)".format(
+    ", ".join(f"'{category}'" for category in sorted(URGENT_CATEGORIES))
+)
+
+_ORDER = f"ORDER BY {_URGENT} DESC, {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
 
 
 def _jsonb(value: Any) -> Any:
