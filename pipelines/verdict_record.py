@@ -4,7 +4,9 @@ It never contains the message text (nor its hash). Fields:
 
 ``schema_version`` (1), ``message_id``, ``group_id``, ``sender_id``, ``source_topic``,
 ``source_partition``, ``source_offset``, ``decision`` (allow|flag|block), ``decided_by``
-(rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
+(rules|model|pending_model), ``escalate``, ``category`` (or null; hate, offensive, spam,
+advertisement, sexual, ... and the severe ones of ``pipelines.severe_harm``: threat, self_harm,
+self_harm_incitement, sexual_exploitation, sexual_exploitation_minors), ``priority`` (0..1),
 ``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``),
 ``scores`` (``{task: {label: probability}}`` or null), ``labels`` (``{task: label}`` or null),
 ``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
