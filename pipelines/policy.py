@@ -31,16 +31,34 @@ largest weight among the signals that drove the decision or escalation (rule hit
 low 0.25, medium 0.5, high 0.75, critical 1.0; model: hate 0.75, offensive 0.5, spam and
 advertisement 0.25, and 1.0 for severe hate) and ``confidence`` is 1.0 for a decisive rule
 block, 0.5 without a model, and otherwise the largest of ``toxic``, ``spam`` and ``ad``.
+
+**Severe harm** (``pipelines.severe_harm``), in every branch above:
+
+- a rule hit in a severe category (threat, self_harm, self_harm_incitement,
+  sexual_exploitation, sexual_exploitation_minors) escalates whatever its action;
+- the priority is at least the category's floor (1.0 for self_harm and
+  sexual_exploitation_minors, 0.85 for threat and sexual_exploitation, 0.8 for incitement);
+- when a self_harm or sexual_exploitation_minors hit is present, ``category`` is that category
+  (self_harm first), so the review item is filed where the queue puts it first;
+- a self_harm hit turns a model-driven BLOCK into FLAG (reason ``never_block:self_harm``): the
+  writer may be in crisis and a person decides. A block rule of another category still blocks.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import ClassVar
 
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.scores import ModelScores
+from pipelines.severe_harm import (
+    NEVER_BLOCKED,
+    REVIEW_PRIORITY_FLOOR,
+    SEVERE_CATEGORIES,
+    URGENT_CATEGORIES,
+    is_severe,
+)
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
 __all__ = ["PolicyConfigError", "PolicyThresholds", "decide"]
@@ -125,10 +143,12 @@ def decide(
     rule_reasons = tuple(f"rule:{hit.rule_id}" for hit in hits)
     rule_escalations = [hit for hit in hits if _escalates(hit)]
     if outcome.is_decisive:
-        return _decisive(hits, rule_reasons, bool(rule_escalations))
-    if scores is None or not model_available:
-        return _rules_only(hits, rule_reasons, rule_escalations)
-    return _with_model(hits, rule_reasons, rule_escalations, scores, thresholds)
+        result = _decisive(hits, rule_reasons, bool(rule_escalations))
+    elif scores is None or not model_available:
+        result = _rules_only(hits, rule_reasons, rule_escalations)
+    else:
+        result = _with_model(hits, rule_reasons, rule_escalations, scores, thresholds)
+    return _severe_review(result, hits)
 
 
 def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
@@ -137,7 +157,25 @@ def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
 
 
 def _escalates(hit: RuleHit) -> bool:
-    return hit.action is RuleAction.ESCALATE or hit.severity is Severity.CRITICAL
+    return (
+        hit.action is RuleAction.ESCALATE
+        or hit.severity is Severity.CRITICAL
+        or is_severe(hit.category)
+    )
+
+
+def _severe_review(result: PolicyResult, hits: tuple[RuleHit, ...]) -> PolicyResult:
+    """The priority floor and the urgent category of severe-harm hits (module docstring)."""
+    categories = {hit.category for hit in hits}
+    floor = max((REVIEW_PRIORITY_FLOOR.get(category, 0.0) for category in categories), default=0.0)
+    urgent = next((c for c in SEVERE_CATEGORIES if c in URGENT_CATEGORIES & categories), None)
+    if floor <= result.priority and urgent in (None, result.category):
+        return result
+    return replace(
+        result,
+        priority=max(result.priority, floor),
+        category=urgent if urgent is not None else result.category,
+    )
 
 
 def _priority(severity: float, confidence: float) -> float:
@@ -194,6 +232,11 @@ def _with_model(
     ]
     decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
     drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
+    capped = [h.category for h in hits if h.category in NEVER_BLOCKED]
+    if decision is Decision.BLOCK and capped:
+        decision = Decision.FLAG
+        drivers = [s for s in signals if s.level is not Decision.ALLOW]
+        rule_reasons = (*rule_reasons, f"never_block:{capped[0]}")
 
     model_escalation: _Signal | None = None
     if hate >= t.escalate_high:

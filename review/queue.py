@@ -6,6 +6,9 @@ sequential ``id`` stays inside the database. A user's queues are the queues of t
 NULL = all); every listing, claim, decision, audit read and context text obeys them. Message text
 is shown only to the holder of the item's live claim (or an admin), and each showing appends a
 ``view_text`` audit event.
+Order: items in an urgent category (``pipelines.severe_harm.URGENT_CATEGORIES``: the writer's
+own self-harm, sexual exploitation of minors) first, then by rank (priority plus repeat-offender,
+age and confidence boosts), then confidence, then age.
 
 A claim is a row state, not a lock held by a connection: ``status = 'claimed'`` with
 ``claim_expires_at``. Every query treats a claim past its expiry as open, so an abandoned item
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 
+from pipelines.severe_harm import URGENT_CATEGORIES
 from review.decisions import encode_payload
 from review.errors import (
     ClaimLimitError,
@@ -103,7 +107,12 @@ _FILTERS = f"""{_member(4, 9)}
     AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
     AND ($8::double precision IS NULL OR {_AGE_S} <= $8)"""
 
-_ORDER = f"ORDER BY {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
+# Urgent categories come before any rank (the names are constants, never user input).
+_URGENT = "COALESCE(r.category IN ({}), false)".format(
+    ", ".join(f"'{category}'" for category in sorted(URGENT_CATEGORIES))
+)
+
+_ORDER = f"ORDER BY {_URGENT} DESC, {_RANK} DESC, {_CONFIDENCE} DESC, r.created_at, r.id"
 
 
 def _jsonb(value: Any) -> Any:

@@ -21,7 +21,8 @@ and the payload of its kind:
 ``regex``     ``patterns = ["...", ...]`` and optional ``match = "any" | "all"`` (default
               ``any``): RE2 syntax (linear time; no back-references or look-around), searched in
               the canonical text with defanged links restored (``CanonicalText.links``), which
-              is already case-folded and in Simplified Chinese.
+              is already case-folded and in Simplified Chinese, and in each of its leetspeak
+              readings (``CanonicalText.leet``).
 ``profile``   ``check`` names a user-profile rule, see ``pipelines.rules.profile``:
               ``check = "sender_blocklist"`` with ``sender_ids = ["...", ...]``;
               ``check = "new_account_link"`` with ``max_account_age_hours = 24``;

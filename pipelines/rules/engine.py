@@ -1,5 +1,9 @@
 """The rule engine: canonicalise once, then keywords, regexes and profile rules.
 
+Regexes search the canonical text with defanged links restored and each of its leetspeak
+readings (``k1ll y0u`` reads ``kill you``); keywords have their own readings (see
+``pipelines.rules.keywords``).
+
 The caller that also needs the canonical text (the worker sends ``CanonicalText.text`` to the
 models) computes it once with ``pipelines.canonical.canonicalize`` and passes it to
 ``RuleEngine.evaluate``; otherwise the engine computes it itself.
@@ -55,6 +59,8 @@ class RuleEngine:
             canonical = canonicalize(message.text)
         ids = self._keywords.match(canonical)
         ids |= self._patterns.match(canonical.links)
+        for reading in canonical.leet:
+            ids |= self._patterns.match(reading)
         ids |= self._profile.match(message, canonical.links)
         if not ids:
             return _NO_HITS

@@ -13,6 +13,7 @@ import pytest
 
 from admin.retention import apply_retention
 from common.settings import project_root
+from pipelines.severe_harm import SEVERE_CATEGORIES
 from review.queue import ReviewQueue
 from review.schemas import Action, Role, User
 from review.settings import ReviewServiceSettings
@@ -63,11 +64,13 @@ async def _verdict(
     model_version: str = "2",
     escalated: bool = False,
     sent_at: datetime | None = None,
+    hit_categories: list[str] | None = None,
 ) -> datetime:
     sent = sent_at or datetime.now(UTC) - timedelta(minutes=30)
+    categories = hit_categories or [category or "spam"] * len(rule_ids)
     hits = [
-        {"rule_id": r, "category": category or "spam", "severity": "high", "action": "flag"}
-        for r in rule_ids
+        {"rule_id": r, "category": c, "severity": "high", "action": "flag"}
+        for r, c in zip(rule_ids, categories, strict=True)
     ]
     await conn.execute(
         "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, message_id, "
@@ -142,14 +145,56 @@ async def _seed(pool: asyncpg.Pool[Any], settings: ReviewServiceSettings) -> Non
     for item_id, resolution in items:
         await queue.claim(mod, item_id)
         await queue.decide(mod, item_id, resolution, "seeded")
+    await _seed_severe(pool)
+
+
+_SEVERE_BLOCKED = {"sexual_exploitation_minors", "sexual_exploitation", "self_harm_incitement"}
+
+
+async def _seed_severe(pool: asyncpg.Pool[Any]) -> None:
+    """One escalated verdict and one waiting review item per severe category; one verdict filed
+    as hate with two threat hits."""
+    async with pool.acquire() as conn:
+        for offset, category in enumerate(SEVERE_CATEGORIES, start=20):
+            sent = await _verdict(
+                conn,
+                offset,
+                group_id="g3",
+                sender_id=f"severe-{offset}",
+                decision="block" if category in _SEVERE_BLOCKED else "flag",
+                category=category,
+                rule_ids=[f"sev.{category}"],
+                escalated=True,
+            )
+            await conn.execute(
+                "INSERT INTO review_items (source_topic, source_partition, source_offset, "
+                "sent_at, message_id, group_id, sender_id, message_text, category, priority, "
+                "auto_decision, created_at) VALUES ('chat.messages', 0, $1, $2, $3, 'g3', $4, "
+                "'secret words', $5, 1.0, 'flag', $2::timestamptz + interval '1 second')",
+                offset,
+                sent,
+                f"m{offset}",
+                f"severe-{offset}",
+                category,
+            )
+        await _verdict(
+            conn,
+            30,
+            group_id="g3",
+            sender_id="severe-30",
+            decision="block",
+            category="hate",
+            rule_ids=["en.slur.9", "sev.threat.a", "sev.threat.b"],
+            hit_categories=["hate", "threat", "threat"],
+        )
 
 
 def test_docs_hold_ten_example_queries() -> None:
-    """docs/analysts.md documents exactly ten example queries."""
-    assert len(_QUERIES) == 10
+    """docs/analysts.md documents exactly eleven example queries."""
+    assert len(_QUERIES) == 11
 
 
-@pytest.mark.parametrize("index", range(10), ids=[f"query-{i + 1}" for i in range(10)])
+@pytest.mark.parametrize("index", range(11), ids=[f"query-{i + 1}" for i in range(11)])
 async def test_example_query_runs_as_analyst(db: asyncpg.Pool[Any], index: int) -> None:
     """Each documented query runs as modstream_analyst and returns rows on the seeded data."""
     async with db.acquire() as conn, conn.transaction():
@@ -211,10 +256,42 @@ async def test_views_compute_agreement_rates_and_rule_ranks(db: asyncpg.Pool[Any
     latency = await db.fetchrow(
         "SELECT sum(verdicts) AS n, max(p50_ms) AS p50 FROM analytics_verdict_latency_daily"
     )
-    assert latency["n"] == 5
+    assert latency["n"] == 5 + len(SEVERE_CATEGORIES) + 1
     assert latency["p50"] == pytest.approx(250, abs=1)
     review = await db.fetchrow("SELECT decided FROM analytics_review_latency_daily")
     assert review["decided"] == 2
+
+
+async def test_severe_harm_views_count_per_category(db: asyncpg.Pool[Any]) -> None:
+    """Each severe category counts its verdicts once, whatever the filing; waiting items show."""
+    rows = await db.fetch(
+        "SELECT category, verdicts, blocked, flagged, escalated, senders "
+        "FROM analytics_severe_harm_daily WHERE group_id = 'g3'"
+    )
+    daily = {r["category"]: dict(r) for r in rows}
+    assert set(daily) == set(SEVERE_CATEGORIES)
+    assert daily["threat"]["verdicts"] == 2  # its own verdict and the one filed as hate
+    assert daily["threat"]["blocked"] == 1
+    assert daily["threat"]["senders"] == 2
+    assert daily["self_harm"] == {
+        "category": "self_harm",
+        "verdicts": 1,
+        "blocked": 0,
+        "flagged": 1,
+        "escalated": 1,
+        "senders": 1,
+    }
+    assert daily["sexual_exploitation_minors"]["blocked"] == 1
+    assert not await db.fetchval(
+        "SELECT count(*) FROM analytics_severe_harm_daily WHERE category IN ('hate', 'spam')"
+    )
+    review = await db.fetch(
+        "SELECT category, waiting, resolved, oldest_waiting_s FROM analytics_severe_harm_review"
+    )
+    assert {r["category"]: (r["waiting"], r["resolved"]) for r in review} == dict.fromkeys(
+        SEVERE_CATEGORIES, (1, 0)
+    )
+    assert all(r["oldest_waiting_s"] > 0 for r in review)
 
 
 async def test_retention_drops_old_months_and_creates_upcoming(

@@ -16,7 +16,7 @@ from review.api import create_app
 from review.auth import create_user
 from review.errors import ClaimLimitError, ItemClaimedError
 from review.queue import ReviewQueue
-from review.schemas import Role, User
+from review.schemas import QueueFilter, Role, User
 from review.settings import ReviewServiceSettings, ReviewSettings
 from tests.support import MemoryPublisher, temporary_database
 
@@ -264,6 +264,30 @@ async def test_queue_orders_by_priority_strikes_confidence_and_filters(
         ("moderator", "hate"): 4,
         ("moderator", "spam"): 1,
     }
+
+
+async def test_urgent_severe_categories_come_first(
+    db_settings: ReviewServiceSettings, pool: asyncpg.Pool[Any]
+) -> None:
+    """Own self-harm and minors items outrank any rank boost; other severe categories do not."""
+    queue = ReviewQueue(pool, db_settings.review)
+    boosted = await seed(pool, priority=0.99, sender_id="repeat", hate=0.95, age_s=7200)
+    threat = await seed(pool, priority=0.85, category="threat")
+    minors = await seed(pool, priority=0.50, category="sexual_exploitation_minors", hate=0.0)
+    own = await seed(pool, priority=0.60, category="self_harm", hate=0.0)
+    for _ in range(3):
+        await pool.execute(
+            "INSERT INTO sender_strikes (sender_id, group_id, review_item_id, action, weight, "
+            "expires_at) SELECT 'repeat', 'g1', id, 'warn', 1, now() + interval '1 day' "
+            "FROM review_items WHERE public_id = $1::uuid",
+            boosted,
+        )
+    mod = User(id=1, name="mia", role=Role.MODERATOR)
+    listing = await queue.list_items(mod, QueueFilter())
+    assert [item.id for item in listing] == [own, minors, boosted, threat]
+    first = await queue.claim_next(mod, QueueFilter())
+    assert first is not None
+    assert first.item_id == own
 
 
 async def test_claim_is_exclusive_under_concurrency(

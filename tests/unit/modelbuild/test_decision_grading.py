@@ -13,6 +13,7 @@ from modelbuild.devset import DevExample
 from modelbuild.evaluate import HEADLINE_KEYS as EVAL_KEYS
 from modelbuild.evaluate import grade_devset, headline_line
 from modelbuild.whole_decision import decide_texts, served_config
+from pipelines.rules import RuleEngine, parse_ruleset
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
@@ -57,9 +58,22 @@ def test_rule_blocks_skip_the_model_and_the_rest_are_scored() -> None:
     assert calm.decision is Decision.ALLOW
 
 
+_ESCALATE_ONLY = """
+[[rules]]
+id = "t.escalate"
+category = "harassment"
+severity = "medium"
+action = "escalate"
+kind = "keywords"
+languages = ["en"]
+keywords = ["meet me outside"]
+"""
+
+
 def test_an_escalating_rule_alone_is_not_a_catch() -> None:
-    """A threat rule escalates, but with calm scores the decision stays allow: not caught."""
-    (result,) = decide_texts(["i will kill you"], FakeScorer())
+    """A rule that only escalates, with calm scores, leaves the decision allow: not caught."""
+    engine = RuleEngine(parse_ruleset(_ESCALATE_ONLY))
+    (result,) = decide_texts(["meet me outside after class"], FakeScorer(), engine=engine)
     assert result is not None
     assert result.escalate
     assert result.decision is Decision.ALLOW

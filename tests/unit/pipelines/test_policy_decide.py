@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from pipelines.policy import PolicyConfigError, PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.scores import ModelScores
+from pipelines.severe_harm import REVIEW_PRIORITY_FLOOR, is_severe
 from pipelines.verdict import DecidedBy, Decision
 
 T = PolicyThresholds()
@@ -122,11 +123,11 @@ def test_no_model_flag_hit_flags() -> None:
 
 def test_no_model_escalate_hit_escalates_but_allows() -> None:
     """Without scores an escalate hit escalates; the decision stays ALLOW (a human decides)."""
-    hit = _hit("threat", RuleAction.ESCALATE, Severity.CRITICAL, "threat")
+    hit = _hit("abuse", RuleAction.ESCALATE, Severity.CRITICAL, "harassment")
     result = decide(RuleOutcome((hit,)), None, T)
     assert result.decision is Decision.ALLOW
     assert result.escalate
-    assert result.category == "threat"
+    assert result.category == "harassment"
     assert result.priority == pytest.approx(0.6 * 1.0 + 0.4 * 0.5)
 
 
@@ -216,11 +217,11 @@ def test_flag_rule_raises_allow_to_flag() -> None:
 
 def test_escalate_rule_with_model_escalates() -> None:
     """An escalate hit escalates under the model path, without raising the decision."""
-    hit = _hit("self", RuleAction.ESCALATE, Severity.HIGH, "self_harm")
+    hit = _hit("strikes", RuleAction.ESCALATE, Severity.HIGH, "repeat_offender")
     result = decide(RuleOutcome((hit,)), _scores(), T)
     assert result.decision is Decision.ALLOW
     assert result.escalate
-    assert result.category == "self_harm"
+    assert result.category == "repeat_offender"
     assert result.priority == pytest.approx(0.6 * 0.75 + 0.4 * 0.0)
 
 
@@ -260,7 +261,9 @@ def _score_sets(draw: st.DrawFn) -> ModelScores:
 _hits = st.builds(
     RuleHit,
     rule_id=st.sampled_from(["a", "b", "c", "d"]),
-    category=st.sampled_from(["hate", "spam", "threat"]),
+    category=st.sampled_from(
+        ["hate", "spam", "threat", "self_harm", "sexual_exploitation_minors", "repeat_offender"]
+    ),
     severity=st.sampled_from(list(Severity)),
     action=st.sampled_from(list(RuleAction)),
 )
@@ -320,6 +323,14 @@ def test_result_invariants(
     else:
         assert result.category is not None
     assert all(f"rule:{hit.rule_id}" in result.reasons for hit in outcome.hits)
+    floors = [REVIEW_PRIORITY_FLOOR[h.category] for h in outcome.hits if is_severe(h.category)]
+    if floors:
+        assert result.escalate
+        assert result.priority >= max(floors)
+    if any(hit.category == "self_harm" for hit in outcome.hits):
+        assert result.category == "self_harm"
+        if not outcome.is_decisive:
+            assert result.decision is not Decision.BLOCK
 
 
 @settings(max_examples=400, deadline=None)

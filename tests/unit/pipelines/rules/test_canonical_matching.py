@@ -53,7 +53,7 @@ def _keywords_engine(*keywords: str) -> RuleEngine:
         ("\u50bb\u6bd4", "zh.offensive.profanity"),  # homophone sharing a character
         ("\u4f60 ni ma si le", "zh.offensive.profanity"),  # spaced pinyin in Chinese text
         ("\u7ea6\u6ce1\u5417", "zh.sexual.solicitation"),  # homophone of yue pao
-        ("\u6211 \u8981 \u6740 \u4e86 \u4f60", "zh.threat.kill"),  # regex on joined text
+        ("\u6211 \u8981 \u6740 \u4e86 \u4f60", "zh.threat.direct"),  # regex on joined text
         ("FREE MONEY at hxxps://scam[.]example", "spam.free_money_link"),
     ],
 )

@@ -8,40 +8,18 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from pipelines.messages import ChatMessage
+from pipelines.rule_hits import Severity
 from pipelines.rules import RuleEngine, default_ruleset
+from tests.unit.pipelines.rules.test_severe_harm_rules import SEVERE_CASES
 
 SENT_AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 ENGINE = RuleEngine(default_ruleset())
 
-# rule id -> (texts it must fire on, near-miss texts it must not fire on)
+# rule id -> (texts it must fire on, near-miss texts it must not fire on); the severe-harm rules
+# have theirs in test_severe_harm_rules.py.
 CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "en.hate.slur": (("you filthy faggot", "CHINKS go home"), ("he speaks chinese", "spicy food")),
     "zh.hate.slur": (("滚回去吧黑鬼", "这些支那人"), ("黑色的鬼屋很吓人", "支持那个人")),
-    "en.threat.kill": (
-        (
-            "I will kill you",
-            "I\u2019ll kill you tonight",
-            "im gonna stab u",
-            "I know where you live",
-        ),
-        ("I will kill this bug", "you will kill it on stage", "i know where you work"),
-    ),
-    "zh.threat.kill": (
-        ("我要杀了你", "我迟早弄死你", "小心我杀你全家"),
-        ("我要杀了这个进程", "他杀了一条鱼"),
-    ),
-    "en.harassment.kys": (
-        ("just kill yourself", "kys loser"),
-        ("don't kill yourself over homework", "keys"),
-    ),
-    "en.self_harm.intent": (
-        ("i want to kill myself", "I want to end it all", "i don't want to live anymore"),
-        ("this level is killing me", "i want to end the game early"),
-    ),
-    "zh.self_harm.intent": (
-        ("我真的想死了", "我不想活了", "我想自杀"),
-        ("我想死你了", "想死我了宝贝"),
-    ),
     "en.offensive.profanity": (
         ("what the fuck", "you ASSHOLE", "stfu"),
         ("this class rocks", "shitake mushrooms", "cocktail"),
@@ -101,7 +79,7 @@ def _hit_ids(text: str, metadata: Mapping[str, object] | None = None) -> set[str
 def test_every_default_rule_has_cases() -> None:
     """A rule added to default.toml without examples here fails this test."""
     profile_rules = {"profile.new_account_link", "profile.repeat_offender"}
-    assert set(default_ruleset().ids()) == set(CASES) | profile_rules
+    assert set(default_ruleset().ids()) == set(CASES) | set(SEVERE_CASES) | profile_rules
 
 
 @pytest.mark.parametrize(
@@ -151,11 +129,13 @@ def test_ordinary_chat_has_no_hits(text: str) -> None:
 
 
 def test_decisive_and_escalating_defaults() -> None:
-    """Slurs and clear scams block at once; threats and self-harm escalate without blocking."""
+    """Slurs, clear scams and threats against a family block at once; a direct threat flags."""
     slur = ENGINE.evaluate(ChatMessage("m", "g", "u", "faggot", SENT_AT))
     assert slur.is_decisive
     threat = ENGINE.evaluate(ChatMessage("m", "g", "u", "我要杀了你", SENT_AT))
-    assert threat.wants_escalation
+    assert [hit.severity for hit in threat.hits] == [Severity.CRITICAL]
     assert not threat.is_decisive
+    family = ENGINE.evaluate(ChatMessage("m", "g", "u", "我要杀你全家", SENT_AT))
+    assert family.is_decisive
     scam = ENGINE.evaluate(ChatMessage("m", "g", "u", "兼职刷单 日结", SENT_AT))
     assert scam.is_decisive
