@@ -16,8 +16,13 @@ longest message of the batch (about 2x fewer encoder FLOPs on chat traffic).
 Config parameters (paths are relative to this model's folder, so the files of the composing
 models are read in place, never copied): ``tokenizer_file``, ``encoder_file``,
 ``sentiment_file``, ``intent_file``, ``toxicity_file``, ``max_length``, ``prefix`` and,
-optionally, ``intra_op_threads`` (default: the machine's CPU count, for the encoder; the heads,
-a 384-wide matrix product each, use one thread).
+optionally, ``cpu_encoder_file``, ``intra_op_threads`` (default: the machine's CPU count, for
+the encoder; the heads, a 384-wide matrix product each, use one thread) and ``chunk_rows``.
+
+Which encoder runs depends on where: with CUDA (a ``KIND_GPU`` instance and onnxruntime-gpu) the
+float32 ``encoder_file``; on CPU the int8 ``cpu_encoder_file`` when the config names one (about
+twice as fast, same heads; see ``model_repository/encoder/MODEL_CARD.md``), else
+``encoder_file``. Removing ``cpu_encoder_file`` from the config runs float32 on CPU too.
 """
 
 from __future__ import annotations
@@ -102,6 +107,12 @@ def _providers(args: dict[str, str]) -> list[Any]:
     return ["CPUExecutionProvider"]
 
 
+def _encoder_key(params: dict[str, str], providers: list[Any]) -> str:
+    """The config parameter naming the encoder to run: the int8 one on CPU when configured."""
+    on_cpu = providers == ["CPUExecutionProvider"]
+    return "cpu_encoder_file" if on_cpu and "cpu_encoder_file" in params else "encoder_file"
+
+
 class TritonPythonModel:
     """Loads tokenizer, encoder and heads once per instance; ``execute`` runs a whole batch."""
 
@@ -128,7 +139,9 @@ class TritonPythonModel:
         self._tokenizer = tokenizer
         threads = int(params.get("intra_op_threads", "0")) or (os.cpu_count() or 1)
         providers = _providers(args)
-        self._encoder = _session(file("encoder_file"), max(1, threads), providers)
+        self.encoder_path = file(_encoder_key(params, providers))
+        """The encoder file this instance runs (float32 or the int8 CPU one)."""
+        self._encoder = _session(self.encoder_path, max(1, threads), providers)
         self._embedding_width = int(
             next(o.shape[1] for o in self._encoder.get_outputs() if o.name == _EMBEDDING)
         )
