@@ -43,7 +43,7 @@ def test_fused_graph_matches_the_numpy_reference(weights: E5Weights) -> None:
     padded rows included, and really uses the fused operators."""
     model = build_encoder(weights, (1,), fused=True)
     ops = {node.op_type for node in model.graph.node}
-    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= ops
+    assert {"Attention", "BiasGelu"} <= ops
     assert "Softmax" not in ops
     features, _ = _run(model)
     want = reference_features(weights, IDS, MASK, feature_layers=(1,))
@@ -111,3 +111,27 @@ def test_build_writes_both_encoders_reproducibly(tmp_path: Path) -> None:
     checks = [fields for event, fields in events if event == "cpu_encoder_checked"]
     assert len(checks) == 2
     assert float(str(checks[0]["int8_min_cosine"])) >= MIN_COSINE
+
+
+def _optimised_ops(model: onnx.ModelProto, tmp_path: Path, disabled: list[str]) -> set[str]:
+    options = ort.SessionOptions()
+    options.optimized_model_filepath = str(tmp_path / "optimised.onnx")
+    ort.InferenceSession(
+        model.SerializeToString(),
+        options,
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=disabled,
+    )
+    return {node.op_type for node in onnx.load(str(tmp_path / "optimised.onnx")).graph.node}
+
+
+def test_serving_keeps_the_int8_layer_norms_unfused(weights: E5Weights, tmp_path: Path) -> None:
+    """onnxruntime would fuse the int8 graph's Add + LayerNormalization into the slow
+    SkipLayerNormalization kernel; with the serving model's ENCODER_UNFUSED it does not."""
+    from modelbuild.serving.pipeline_model import ENCODER_UNFUSED
+
+    cpu = build_cpu_encoder(weights, (1,))[1]
+    assert "SkipLayerNormalization" in _optimised_ops(cpu, tmp_path, [])
+    unfused = _optimised_ops(cpu, tmp_path, list(ENCODER_UNFUSED))
+    assert "SkipLayerNormalization" not in unfused
+    assert "LayerNormalization" in unfused
