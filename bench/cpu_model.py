@@ -11,6 +11,11 @@ falls on both alike and the ratio stays meaningful where absolute rates do not.
 Also printed: how often the two agree on each output's top class, and their largest probability
 difference, over the timed batches. Last line: ``cpu_model_speedup=X.XX`` (float32 time / CPU
 time).
+
+``--eval`` instead grades the CPU encoder with ``modstream models eval``'s own code
+(:func:`modelbuild.evaluate.evaluate` on build paths whose ``encoder`` is ``model_cpu.onnx``,
+the heads unchanged; embeddings cached under ``<models.work_dir>/build-cpu``), printing its
+report; the last line is the same headline as ``modstream models eval``'s.
 """
 
 from __future__ import annotations
@@ -20,13 +25,16 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bench.models import _batch, _interleaved, _messages, _model_args
 
-__all__ = ["agreement", "main", "served_scores"]
+if TYPE_CHECKING:
+    from modelbuild.build import BuildPaths
+
+__all__ = ["agreement", "cpu_eval_paths", "main", "served_scores"]
 
 _ROOT = Path(__file__).resolve().parent.parent
 _REPOSITORY = _ROOT / "model_repository"
@@ -53,6 +61,29 @@ def served_scores(repository: Path, model: str, threads: int, *, cpu_encoder: bo
     return served.scores
 
 
+def cpu_eval_paths(repository: Path, work: Path) -> BuildPaths:
+    """Build paths for ``evaluate``: the heads, tokenizer and cache as usual, but ``encoder`` is
+    the int8 CPU file (what CPU instances serve); embeddings are cached under ``work/build-cpu``
+    so the float32 cache in ``work/build`` stays valid."""
+    from modelbuild.build import BuildPaths
+
+    class CpuEncoderPaths(BuildPaths):
+        @property
+        def encoder(self) -> Path:
+            return self.repository / "encoder" / "1" / "model_cpu.onnx"
+
+    return CpuEncoderPaths(repository, work / "cache", work / "build-cpu")
+
+
+def _cpu_eval() -> int:
+    from modelbuild.evaluate import evaluate, format_report
+    from modelbuild.settings import ModelToolSettings
+
+    paths = cpu_eval_paths(_REPOSITORY, ModelToolSettings().models.work_dir)
+    print(format_report(evaluate(paths)))
+    return 0
+
+
 def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, tuple[float, float]]:
     """Per output: the share of rows with the same top class, and the largest probability gap."""
     out = {}
@@ -68,11 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="moderation")
     parser.add_argument("--batches", type=int, default=10, help="timed batches of 100")
     parser.add_argument("--threads", type=int, default=2, help="encoder intra-op threads")
+    parser.add_argument(
+        "--eval", action="store_true", help="grade the CPU encoder on the held-out splits instead"
+    )
     args = parser.parse_args(argv)
     cpu_file = _REPOSITORY / "encoder" / "1" / "model_cpu.onnx"
     if not cpu_file.is_file():
         print("run `modstream models build` first", file=sys.stderr)
         return 2
+    if args.eval:
+        return _cpu_eval()
     messages = _messages()
     batches = [_batch(messages, 100, 100 * i) for i in range(args.batches)]
     fp32 = served_scores(_REPOSITORY, args.model, args.threads, cpu_encoder=False)
