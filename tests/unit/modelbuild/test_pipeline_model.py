@@ -21,6 +21,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from common.settings import project_root
 from modelbuild.build import PIPELINE_MODELS, BuildPaths, _install_serving_code
+from modelbuild.cpu_encoder import build_cpu_encoder
 from modelbuild.e5_weights import read_e5
 from modelbuild.embedding import Embedder
 from modelbuild.encoder_graph import build_encoder, save_encoder
@@ -83,6 +84,10 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_tiny_e5(root / "e5.bin")
     save_encoder(
         build_encoder(read_e5(root / "e5.bin"), (1,)), root / "encoder" / "1" / "model.onnx"
+    )
+    save_encoder(
+        build_cpu_encoder(read_e5(root / "e5.bin"), (1,))[1],
+        root / "encoder" / "1" / "model_cpu.onnx",
     )
     rng = np.random.default_rng(7)
     for output, folder in HEAD_FOLDERS.items():
@@ -274,6 +279,30 @@ def test_length_chunks_group_similar_lengths(pipeline: types.ModuleType) -> None
     assert pipeline._trim(mask[[1, 4]]).shape == (2, 1)
 
 
+def test_cpu_instances_run_the_int8_encoder_when_configured(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """On CPU the model runs ``cpu_encoder_file`` when the config names it, else
+    ``encoder_file``; with CUDA it always runs ``encoder_file``. Both give close probabilities."""
+    encoders = repository / "encoder" / "1"
+    cpu = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
+    fp32 = _load(pipeline, repository)
+    assert cpu.encoder_path == (encoders / "model_cpu.onnx").resolve()
+    assert fp32.encoder_path == (encoders / "model.onnx").resolve()
+    texts = ["hello", "a b great", "b a b awful", "hello a hello"]
+    got, want = cpu.scores(texts), fp32.scores(texts)
+    for name in WIDTHS:
+        assert not np.array_equal(got[name], want[name])
+        assert float(np.abs(got[name] - want[name]).max()) <= 0.1
+    params = {"encoder_file": "fp32", "cpu_encoder_file": "int8"}
+    cuda = [("CUDAExecutionProvider", {"device_id": 0}), "CPUExecutionProvider"]
+    assert pipeline._encoder_key(params, ["CPUExecutionProvider"]) == "cpu_encoder_file"
+    assert pipeline._encoder_key(params, cuda) == "encoder_file"
+    assert pipeline._encoder_key({"encoder_file": "fp32"}, ["CPUExecutionProvider"]) == (
+        "encoder_file"
+    )
+
+
 def _parameters(model: str) -> dict[str, str]:
     text = (REPOSITORY / model / "config.pbtxt").read_text()
     return dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
@@ -294,6 +323,7 @@ def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
         tokenizer["prefix"],
     )
     assert params["encoder_file"] == "../encoder/1/model.onnx"
+    assert params["cpu_encoder_file"] == "../encoder/1/model_cpu.onnx"
     assert params["tokenizer_file"] == "../tokenizer/1/tokenizer.json"
     assert params["toxicity_file"] == f"../toxicity/{toxicity}/model.onnx"
     assert params["sentiment_file"] == f"../sentiment/{sentiment}/model.onnx"
