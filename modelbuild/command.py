@@ -37,6 +37,12 @@ def register(subparsers: Any) -> None:
     build.set_defaults(handler=_build)
     evaluate = actions.add_parser("eval", help="score heads and baselines on held-out splits")
     evaluate.add_argument("--json", type=Path, default=None, help="also write the report here")
+    evaluate.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="the built model repository to grade (default: the project's model_repository/)",
+    )
     evaluate.set_defaults(handler=_eval)
 
 
@@ -80,7 +86,7 @@ def _eval(args: argparse.Namespace) -> int:
     configure_logging()
     from modelbuild.evaluate import evaluate, format_report
 
-    paths = _paths(settings)
+    paths = _paths(settings, args.repository)
     if not paths.encoder.is_file():
         print("the encoder is not built: run `modstream models build` first", file=sys.stderr)
         return 2

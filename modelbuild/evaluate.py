@@ -9,6 +9,12 @@ chatterbot-corpus lines, written by people) and the hand-written probes in
 
 Baselines in the same run: VADER's rules and TF-IDF + logistic regression (sentiment), hatesonar
 as shipped (toxicity), a keyword list (spam and ads).
+
+Then the whole decision as the worker makes it (rules, the served ``moderation`` model's code
+in process on ``paths.repository``, the policy with default thresholds; see
+:mod:`modelbuild.whole_decision`) on the adversarial dev set (:mod:`modelbuild.devset`), graded
+by :mod:`modelbuild.decision_grading`: catch rates of plain and disguised harmful lines and the
+false-positive rate on hard benign lines, per language, transform, category and benign topic.
 """
 
 from __future__ import annotations
@@ -26,12 +32,24 @@ from modelbuild import probes
 from modelbuild.archives import iter_members
 from modelbuild.build import HEADS, SEED, BuildPaths, load_task_data
 from modelbuild.datasets import INTENT, SENTIMENT, TOXICITY, Example, TaskData
+from modelbuild.decision_grading import HEADLINE_KEYS as DEVSET_HEADLINE_KEYS
+from modelbuild.decision_grading import format_grading, grade
+from modelbuild.devset import DevExample, read_devset
 from modelbuild.embedding import Embedder
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.metrics import classification_report, false_positive_rate
 from modelbuild.sources import fetch_all
+from modelbuild.whole_decision import Scorer, decide_texts, served_scorer
 
-__all__ = ["SPAM_KEYWORDS", "evaluate", "format_report", "keyword_intent"]
+__all__ = [
+    "HEADLINE_KEYS",
+    "SPAM_KEYWORDS",
+    "evaluate",
+    "format_report",
+    "grade_devset",
+    "headline_line",
+    "keyword_intent",
+]
 
 Ints = npt.NDArray[np.int64]
 Log = Callable[..., None]
@@ -68,8 +86,23 @@ SPAM_KEYWORDS: tuple[str, ...] = (
     "客服",
 )
 _VADER_POSITIVE = 0.05
+HEADLINE_KEYS: tuple[str, ...] = (
+    "sentiment_macro_f1_en",
+    "sentiment_acc_zh",
+    "toxicity_fpr_chat",
+    "intent_spam_fpr_chat",
+    *DEVSET_HEADLINE_KEYS,
+)
+"""The last line of ``modstream models eval``, in this order."""
 SENTIMENT_SERVED = "sentiment/2"
 """The sentiment head ``moderation`` serves (``moderation_v1`` keeps ``sentiment/1``)."""
+
+
+def headline_line(headline: dict[str, float]) -> str:
+    """The report's last line: ``HEADLINE_KEYS`` in order, ``key=value`` with 4 decimals."""
+    if tuple(headline) != HEADLINE_KEYS:
+        raise ValueError(f"headline keys {list(headline)} are not {list(HEADLINE_KEYS)}")
+    return " ".join(f"{k}={v:.4f}" for k, v in headline.items())
 
 
 def keyword_intent(text: str) -> int:
@@ -156,15 +189,23 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
     chat_test = [e for e in tasks["intent"].split(True) if e.source == "chatterbot"]
     report["intent"] = _intent(tasks["intent"], predict, chat_test)
     report["toxicity"] = _toxicity(tasks["toxicity"], predict, chat_test, archives["hatesonar"])
+    report["devset"] = grade_devset(served_scorer(paths.repository))
     report["headline"] = {
         "sentiment_macro_f1_en": report["sentiment"]["model"]["en_tweets"]["macro_f1"],
         "sentiment_acc_zh": report["sentiment"]["model"]["zh"]["accuracy"],
         "toxicity_fpr_chat": report["toxicity"]["toxicity/2"]["fpr_chat"],
         "intent_spam_fpr_chat": report["intent"]["model"]["spam_fpr_chat"],
+        **report["devset"]["headline"],
     }
     if log is not None:
         log("models_evaluated", **report["headline"])
     return report
+
+
+def grade_devset(scorer: Scorer, examples: list[DevExample] | None = None) -> dict[str, Any]:
+    """The whole decision (rules, served model, policy) graded on the adversarial dev set."""
+    lines = examples if examples is not None else read_devset()
+    return grade(lines, decide_texts([e.text for e in lines], scorer))
 
 
 def _sentiment(
@@ -321,5 +362,6 @@ def format_report(report: dict[str, Any]) -> str:
         if "weak_labels_zh" in res:
             parts.append(f"weak_zh_macro_f1={res['weak_labels_zh']['macro_f1']:.3f}")
         lines.append(f"toxicity  {key:18s} " + " ".join(parts))
-    lines.append(" ".join(f"{k}={v:.4f}" for k, v in report["headline"].items()))
+    lines.extend(format_grading(report["devset"]))
+    lines.append(headline_line(report["headline"]))
     return "\n".join(lines)

@@ -13,4 +13,7 @@ def test_models_build_and_eval_parse() -> None:
     assert build.force is False
     evaluate = parser.parse_args(["models", "eval"])
     assert evaluate.json is None
+    assert evaluate.repository is None
+    elsewhere = parser.parse_args(["models", "eval", "--repository", "/tmp/repo"])
+    assert str(elsewhere.repository) == "/tmp/repo"
     assert build.handler is not evaluate.handler

@@ -1,0 +1,129 @@
+"""The worker's whole decision for a list of texts, computed in process for evaluation.
+
+Each text takes the worker's own path (``worker/app.py`` ``_decode`` and ``_route``,
+``worker/processing.py`` ``_verdict``), through the same ``pipelines`` functions:
+
+1. a Kafka record value with the text is decoded by ``pipelines.decode.decode_message`` (a text
+   the worker would dead-letter gets no decision, ``None``);
+2. ``RuleEngine.evaluate`` with the default rule set;
+3. a rule block (``RuleOutcome.is_decisive``) is decided without the model, as the worker's
+   decided batches are (``decide(outcome, None, thresholds, model_available=False)``);
+4. every other message is scored by the served ``moderation`` model's own code
+   (``modelbuild/serving/pipeline_model.py``, run in process on the files its ``config.pbtxt``
+   names, as ``bench/models.py`` does) and decided by ``decide(outcome, scores, thresholds)``.
+
+What the worker adds and this leaves out: the sender-strike enrichment of the message metadata
+(every line here is from a fresh sender with no strikes) and Triton's transport.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from pipelines.decode import DecodeError, decode_message
+from pipelines.messages import ChatMessage
+from pipelines.policy import PolicyThresholds, decide
+from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.scores import MODEL_OUTPUTS, ModelScores
+from pipelines.verdict import PolicyResult
+
+__all__ = ["MAX_RECORD_BYTES", "Scorer", "decide_texts", "served_config", "served_scorer"]
+
+Scorer = Callable[[Sequence[str]], list[ModelScores]]
+"""Model scores for a batch of texts, one per text, in order."""
+
+MAX_RECORD_BYTES = 1_048_576
+"""The worker's default ``kafka.max_message_bytes``."""
+_SENT_AT = datetime(2026, 1, 1, tzinfo=UTC)
+_BATCH = 64
+_PARAMETER = re.compile(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}')
+_OUTPUT = re.compile(r'\{ name: "([A-Z]+)" data_type: TYPE_FP32 dims: \[ (\d+) \]')
+
+
+def _record(index: int, text: str) -> bytes:
+    """The Kafka record value a platform would publish for ``text``."""
+    document = {
+        "message_id": f"devset-{index}",
+        "group_id": "devset",
+        "sender_id": f"devset-sender-{index}",
+        "text": text,
+        "sent_at": _SENT_AT.isoformat(),
+    }
+    return json.dumps(document, ensure_ascii=False).encode("utf-8")
+
+
+def _message(index: int, text: str) -> ChatMessage | None:
+    try:
+        return decode_message(_record(index, text), max_bytes=MAX_RECORD_BYTES)
+    except DecodeError:
+        return None
+
+
+def decide_texts(
+    texts: Sequence[str],
+    scorer: Scorer,
+    *,
+    engine: RuleEngine | None = None,
+    thresholds: PolicyThresholds | None = None,
+) -> list[PolicyResult | None]:
+    """The worker's decision for each text (``None`` for a text it would dead-letter); only the
+    texts no rule blocks are sent to ``scorer``, in batches."""
+    engine = engine if engine is not None else RuleEngine(default_ruleset())
+    thresholds = thresholds if thresholds is not None else PolicyThresholds()
+    messages = [_message(i, t) for i, t in enumerate(texts)]
+    outcomes = [engine.evaluate(m) if m is not None else None for m in messages]
+    to_score = [i for i, o in enumerate(outcomes) if o is not None and not o.is_decisive]
+    scores: dict[int, ModelScores] = {}
+    for start in range(0, len(to_score), _BATCH):
+        chunk = to_score[start : start + _BATCH]
+        rows = scorer([texts[i] for i in chunk])
+        if len(rows) != len(chunk):
+            raise ValueError(f"scorer returned {len(rows)} rows for {len(chunk)} texts")
+        scores.update(zip(chunk, rows, strict=True))
+    results: list[PolicyResult | None] = []
+    for i, outcome in enumerate(outcomes):
+        if outcome is None:
+            results.append(None)
+        elif i in scores:
+            results.append(decide(outcome, scores[i], thresholds))
+        else:
+            results.append(decide(outcome, None, thresholds, model_available=False))
+    return results
+
+
+def served_config(repository: Path, model: str = "moderation") -> dict[str, str]:
+    """The ``initialize`` arguments Triton gives ``model``: its ``config.pbtxt`` outputs and
+    string parameters as JSON, and its folder."""
+    text = (repository / model / "config.pbtxt").read_text(encoding="utf-8")
+    config = {
+        "output": [{"name": n, "dims": [int(d)]} for n, d in _OUTPUT.findall(text)],
+        "parameters": {k: {"string_value": v} for k, v in _PARAMETER.findall(text)},
+    }
+    return {"model_config": json.dumps(config), "model_repository": str(repository / model)}
+
+
+def served_scorer(repository: Path, model: str = "moderation", threads: int = 2) -> Scorer:
+    """The served model's code (tokenizer, encoder, heads) in process, as a :data:`Scorer`."""
+    from modelbuild.serving.pipeline_model import TritonPythonModel
+
+    served = TritonPythonModel()
+    args = served_config(repository, model)
+    config = json.loads(args["model_config"])
+    config["parameters"]["intra_op_threads"] = {"string_value": str(threads)}
+    served.initialize({**args, "model_config": json.dumps(config)})
+
+    def score(texts: Sequence[str]) -> list[ModelScores]:
+        out = served.scores(list(texts))
+        rows = {name: np.asarray(out[name], dtype=np.float64).tolist() for name in MODEL_OUTPUTS}
+        return [
+            ModelScores(tuple(s), tuple(i), tuple(t))
+            for s, i, t in zip(rows["SENTIMENT"], rows["INTENT"], rows["TOXICITY"], strict=True)
+        ]
+
+    return score
