@@ -57,6 +57,14 @@ def test_rule_blocks_skip_the_model_and_the_rest_are_scored() -> None:
     assert calm.decision is Decision.ALLOW
 
 
+def test_the_scorer_receives_the_canonical_text() -> None:
+    """The model is sent ``canonicalize(text).text`` (case folded, full-width and Traditional
+    forms undone), as the worker sends it, not the raw message."""
+    scorer = FakeScorer()
+    decide_texts(["ＮＩＣＥ Weather  TODAY", "今天天氣很好"], scorer)
+    assert scorer.seen == ["nice weather today", "今天天气很好"]
+
+
 def test_an_escalating_rule_alone_is_not_a_catch() -> None:
     """A threat rule escalates, but with calm scores the decision stays allow: not caught."""
     (result,) = decide_texts(["i will kill you"], FakeScorer())
