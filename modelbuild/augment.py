@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from modelbuild.datasets import Example
 from modelbuild.disguise import apply_transform, transforms_for
@@ -85,7 +85,7 @@ def disguised_examples(
     seed: int,
     canonical: Canonical,
     *,
-    lexicons: dict[str, Sequence[str]],
+    lexicons: Mapping[str, Sequence[str]],
     per_example: int = 2,
     limit_per_lang: int = 1500,
 ) -> list[Example]:
