@@ -3,7 +3,8 @@
 Every template and slot value below was written by hand for this module (no line comes from a
 dataset, and none from the adversarial dev set, which is for measurement only). A family is one
 topic: templates with ``{slot}`` fields and, per slot, the values that may fill it; sentences are
-templates x slot values, drawn with a seeded generator, so the same seed gives the same lines.
+templates x slot values, drawn with a seeded generator, so the same seed gives the same lines
+(:mod:`modelbuild.template_families`).
 
 Topics, each in English and Chinese: ordinary senses of words that are also insults (animals,
 surnames, place and brand names, food), idioms and hyperbole, endearments and teasing between
@@ -16,30 +17,9 @@ envelopes, check-in codes). The build labels them ``none`` (toxicity) and ``chat
 
 from __future__ import annotations
 
-import random
-import string
-from dataclasses import dataclass
+from modelbuild.template_families import Family, TemplateLine, family_lines
 
-__all__ = ["FAMILIES", "Family", "HardNegative", "hard_negatives"]
-
-
-@dataclass(frozen=True, slots=True)
-class Family:
-    """One topic's templates and the values of their slots."""
-
-    lang: str
-    topic: str
-    templates: tuple[str, ...]
-    slots: dict[str, tuple[str, ...]]
-
-
-@dataclass(frozen=True, slots=True)
-class HardNegative:
-    """One generated benign line and the family it came from."""
-
-    text: str
-    lang: str
-    topic: str
+__all__ = ["FAMILIES", "hard_negatives"]
 
 
 _EN_ANIMALS = (
@@ -542,32 +522,12 @@ FAMILIES: tuple[Family, ...] = _EN_FAMILIES + _ZH_FAMILIES
 """Every family, English first."""
 
 
-def _fields(template: str) -> list[str]:
-    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
-
-
-def _family_lines(family: Family, seed: int, per_family: int) -> list[str]:
-    rng = random.Random(f"{seed}:{family.lang}:{family.topic}")
-    seen: set[str] = set()
-    out: list[str] = []
-    for _ in range(per_family * 8):
-        template = rng.choice(family.templates)
-        values = {name: rng.choice(family.slots[name]) for name in _fields(template)}
-        line = " ".join(template.format(**values).split())
-        if line not in seen:
-            seen.add(line)
-            out.append(line)
-            if len(out) == per_family:
-                break
-    return out
-
-
-def hard_negatives(seed: int, per_family: int = 60, lang: str | None = None) -> list[HardNegative]:
+def hard_negatives(seed: int, per_family: int = 60, lang: str | None = None) -> list[TemplateLine]:
     """Up to ``per_family`` distinct lines per family (``lang`` alone, or both), in family
     order; the same seed gives the same lines."""
     return [
-        HardNegative(text, family.lang, family.topic)
+        TemplateLine(text, family.lang, family.topic)
         for family in FAMILIES
         if lang is None or family.lang == lang
-        for text in _family_lines(family, seed, per_family)
+        for text in family_lines(family, seed, per_family)
     ]

@@ -7,8 +7,10 @@ model is served canonical text. For intent and toxicity two kinds of examples ar
 - the hand-written hard benign negatives of :mod:`modelbuild.hard_negatives`, labelled
   toxicity ``none`` and intent ``chat`` (``question`` when the line ends with a question mark),
   with the usual seeded 20 % held out, so the held-out split also measures them;
-- the disguised forms of the harmful training examples (:mod:`modelbuild.augment`), with the
-  label of their plain line, training split only.
+- for toxicity, the hand-written threats and self-harm incitement of :mod:`modelbuild.threats`,
+  labelled ``offensive`` (20 % held out);
+- the disguised forms of the harmful training examples, threats included
+  (:mod:`modelbuild.augment`), with the label of their plain line, training split only.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from modelbuild import datasets, templates
 from modelbuild.augment import disguised_examples
 from modelbuild.canonical_inputs import canonical_task, canonical_text
 from modelbuild.hard_negatives import hard_negatives
+from modelbuild.threats import threat_lines
 
-__all__ = ["HARD_NEGATIVE_SOURCE", "HARMFUL", "robust_task"]
+__all__ = ["HARD_NEGATIVE_SOURCE", "HARMFUL", "THREAT_SOURCE", "robust_task"]
 
 HARMFUL: dict[str, tuple[str, ...]] = {
     "intent": ("spam", "advertisement"),
@@ -28,6 +31,7 @@ HARMFUL: dict[str, tuple[str, ...]] = {
 }
 """The classes whose training examples are also given in disguised forms."""
 HARD_NEGATIVE_SOURCE = "hard-negative"
+THREAT_SOURCE = "template-threat"
 
 
 def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
@@ -41,15 +45,29 @@ def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
     return out
 
 
+def _threat_examples(seed: int) -> list[datasets.Example]:
+    offensive = datasets.TOXICITY.index("offensive")
+    return [
+        datasets.Example(
+            line.text, offensive, line.lang, THREAT_SOURCE, datasets.held_out(seed, line.text)
+        )
+        for line in threat_lines(seed)
+    ]
+
+
 def robust_task(
     data: datasets.TaskData, lexicons: dict[str, list[str]], seed: int
 ) -> datasets.TaskData:
     """``data`` canonicalised; for intent and toxicity with the hard negatives and the
     disguised harmful training examples added. ``lexicons`` is
     :func:`modelbuild.datasets.load_lexicons`' result: its words are what gets disguised."""
-    canonical = canonical_task(data)
     if data.task not in HARMFUL:
-        return canonical
+        return canonical_task(data)
+    if data.task == "toxicity":
+        data = datasets.TaskData(
+            data.task, data.labels, data.examples + tuple(_threat_examples(seed))
+        )
+    canonical = canonical_task(data)
     extra = datasets.TaskData(
         data.task, data.labels, tuple(_hard_negative_examples(data.task, seed))
     )
