@@ -13,14 +13,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import orjson
 
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts
 from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreError, StoreUnavailable
+from worker.stores.database import (
+    STORE_DRIVER_ERRORS,
+    UNAVAILABLE_ERRORS,
+    Database,
+    StoreUnavailable,
+    store_failure,
+)
 from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 
 __all__ = [
@@ -169,10 +174,8 @@ class PendingTextStore:
                     await conn.execute(INSERT_REVIEW_ITEMS, *review_item_arrays(fresh))
                 if done:
                     await conn.execute(_DELETE_PENDING_TEXTS, *position_arrays(done))
-        except UNAVAILABLE_ERRORS as exc:
-            raise StoreUnavailable(f"rescore write failed: {type(exc).__name__}") from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreError(f"rescore write rejected: {exc.sqlstate}") from exc
+        except STORE_DRIVER_ERRORS as exc:
+            raise store_failure(exc, "rescore write") from exc
         return updated
 
     async def drop_orphan_texts(self) -> int:
