@@ -201,6 +201,7 @@ class Worker:
                 verdict_topic=s.kafka.verdict_topic,
                 batch_items=s.reliability.rescore_batch_items,
                 on_rescored=self.metrics.rescored_total.inc,
+                on_rejected=self.metrics.rescore_rejected_total.inc,
             )
             health = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
             await health.start()

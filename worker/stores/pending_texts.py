@@ -3,7 +3,9 @@
 A verdict decided without the model stores its text in ``pending_texts`` in the batch's own
 transaction (``INSERT_PENDING_TEXTS``). Re-scoring reads them back with their verdicts
 (``PendingTextStore.pending_model_rows``), then updates the verdicts in place, adds their
-escalations and forgets the texts in one transaction (``apply_rescore``).
+escalations and forgets the texts in one transaction (``apply_rescore``). A row whose text the
+model refuses is recorded in ``rescore_rejections`` (a :class:`RescoreRejection`) in that same
+transaction and its text forgotten: its rules-only verdict stays and it is not re-scored again.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "PendingRow",
     "PendingText",
     "PendingTextStore",
+    "RescoreRejection",
     "pending_text_arrays",
 ]
 
@@ -54,6 +57,16 @@ class PendingRow:
     rule_hits: list[dict[str, Any]]
     queue_ms: float
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RescoreRejection:
+    """A pending verdict the model refused to score: kept rules-only, never re-scored."""
+
+    position: SourcePosition
+    sent_at: datetime
+    reason: str
+    """Why, without message text (e.g. the Triton status)."""
 
 
 INSERT_PENDING_TEXTS = """
@@ -111,6 +124,12 @@ WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.
 RETURNING v.source_topic, v.source_partition, v.source_offset
 """
 
+_INSERT_REJECTIONS = """
+INSERT INTO rescore_rejections (source_topic, source_partition, source_offset, sent_at, reason)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[])
+ON CONFLICT DO NOTHING
+"""
+
 _DELETE_PENDING_TEXTS = """
 DELETE FROM pending_texts t
 USING unnest($1::text[], $2::int[], $3::bigint[]) AS x(tp, p, o)
@@ -159,9 +178,11 @@ class PendingTextStore:
         verdicts: Sequence[Verdict],
         escalations: Sequence[Escalation],
         done: Sequence[SourcePosition],
+        rejected: Sequence[RescoreRejection] = (),
     ) -> set[SourcePosition]:
-        """Update re-scored verdicts in place (only rows still pending), add their escalations
-        and forget the texts of ``done``, in one transaction; returns the rows updated."""
+        """Update re-scored verdicts in place (only rows still pending), add their escalations,
+        record the ``rejected`` rows and forget the texts of ``done`` and ``rejected``, in one
+        transaction; returns the rows updated."""
         pool = self._database.pool()
         try:
             async with pool.acquire() as conn, conn.transaction():
@@ -172,8 +193,19 @@ class PendingTextStore:
                 fresh = [e for e in escalations if e.verdict.position in updated]
                 if fresh:
                     await conn.execute(INSERT_REVIEW_ITEMS, *review_item_arrays(fresh))
-                if done:
-                    await conn.execute(_DELETE_PENDING_TEXTS, *position_arrays(done))
+                if rejected:
+                    topics, partitions, offsets = position_arrays(r.position for r in rejected)
+                    await conn.execute(
+                        _INSERT_REJECTIONS,
+                        topics,
+                        partitions,
+                        offsets,
+                        [r.sent_at for r in rejected],
+                        [r.reason for r in rejected],
+                    )
+                forget = [*done, *(r.position for r in rejected)]
+                if forget:
+                    await conn.execute(_DELETE_PENDING_TEXTS, *position_arrays(forget))
         except STORE_DRIVER_ERRORS as exc:
             raise store_failure(exc, "rescore write") from exc
         return updated
