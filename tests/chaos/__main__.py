@@ -19,13 +19,13 @@ import orjson
 from tests.chaos.harness import ChaosEnv, ScenarioResult
 from tests.chaos.scenarios import QUICK, SCENARIOS, Sizes
 
-QUICK_SCENARIOS = (1, 2, 3, 6, 7)
+QUICK_SCENARIOS = (1, 2, 3, 6, 7, 8, 9)
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument(
-        "--quick", action="store_true", help="scenarios 1, 2, 3, 6, 7 at small sizes"
+        "--quick", action="store_true", help="scenarios 1, 2, 3, 6, 7, 8, 9 at small sizes"
     )
     parser.add_argument("--only", help="comma-separated scenario numbers (default: all)")
     parser.add_argument("--seed", type=int, default=20261202)
