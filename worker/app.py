@@ -61,16 +61,28 @@ _FETCH_TIMEOUT_MS = 500
 _YIELD_EVERY_RECORDS = 64
 _LAG_PROBE_S = 0.5
 _EXIT_FAILED = 1
+_GIVE_UP_GRACE_S = 0.25
+"""After the drain deadline, how long batches get to notice ``give_up`` before being cancelled."""
 
 
 async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s: float) -> None:
     """One shutdown step, abandoned after ``timeout_s`` (a client waiting on a broker that is
-    down would otherwise hold the process long after the drain deadline)."""
+    down would otherwise hold the process long after the drain deadline). A step that fails,
+    including with a ``CancelledError`` of its own (aiokafka's consumer re-raises its cancelled
+    fetch task's), is logged and the shutdown goes on; a cancellation of this task itself still
+    propagates."""
     try:
         async with asyncio.timeout(timeout_s):
             await stop()
     except TimeoutError:
         _log.warning("shutdown_step_timed_out", step=step, timeout_s=timeout_s)
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        _log.warning("shutdown_step_failed", step=step, error_type=type(exc).__name__)
+    except Exception as exc:
+        _log.warning("shutdown_step_failed", step=step, error_type=type(exc).__name__)
 
 
 class WorkerFailed(RuntimeError):
@@ -289,7 +301,9 @@ class Worker:
                     ).inc(),
                 )
                 tg.create_task(self._watched("rules_watch", watcher.run(done)))
-            tg.create_task(self._watched("drain_deadline", self._drain_deadline(stop, done)))
+            tg.create_task(
+                self._watched("drain_deadline", self._drain_deadline(stop, done, pipeline))
+            )
             await asyncio.wait(pipeline)
             done.set()
 
@@ -316,8 +330,14 @@ class Worker:
             self._fail("worker_task_failed", exc, task=task)
             raise
 
-    async def _drain_deadline(self, stop: asyncio.Event, done: asyncio.Event) -> None:
-        """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up."""
+    async def _drain_deadline(
+        self, stop: asyncio.Event, done: asyncio.Event, pipeline: list[asyncio.Task[None]]
+    ) -> None:
+        """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up;
+        what is still blocked a moment later (waiting on something that does not watch
+        ``give_up``, such as a publish to a broker that is down) is cancelled. Cancelling loses
+        nothing: what is not durable is not committed and is read again, and stored verdicts not
+        yet published are left to the outbox relay, exactly as after a SIGKILL."""
         stop_task = asyncio.ensure_future(stop.wait())
         done_task = asyncio.ensure_future(done.wait())
         try:
@@ -333,6 +353,13 @@ class Worker:
         if not done.is_set():
             _log.warning("drain_deadline_passed")
         self._give_up.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), _GIVE_UP_GRACE_S)
+        if done.is_set():
+            return
+        _log.warning("blocked_batches_cancelled", in_flight=self._tracker.in_flight())
+        for task in pipeline:
+            task.cancel()
 
     async def _consume(self, source: KafkaSource, stop: asyncio.Event) -> None:
         max_bytes = self._settings.kafka.max_message_bytes
