@@ -63,6 +63,9 @@ _LAG_PROBE_S = 0.5
 _EXIT_FAILED = 1
 _GIVE_UP_GRACE_S = 0.25
 """After the drain deadline, how long batches get to notice ``give_up`` before being cancelled."""
+_BACKGROUND_STOP_S = 0.5
+"""After the pipeline is done, how long background loops get to see ``done`` before being
+cancelled."""
 
 
 async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s: float) -> None:
@@ -274,21 +277,29 @@ class Worker:
                     )
                 ),
             ]
-            tg.create_task(self._watched("watch_lag", self._watch_lag(done)))
-            tg.create_task(self._watched("watch_breaker", self._watch_breaker(inference, done)))
+            background = [
+                tg.create_task(self._watched("watch_lag", self._watch_lag(done))),
+                tg.create_task(
+                    self._watched("watch_breaker", self._watch_breaker(inference, done))
+                ),
+            ]
             topic = s.kafka.input_topic
 
             def owned() -> list[int]:
                 return source.partitions_of(topic)
 
             rel = s.reliability
-            tg.create_task(
-                self._watched("outbox", outbox.run(done, rel.outbox_interval_s, topic, owned))
+            background.append(
+                tg.create_task(
+                    self._watched("outbox", outbox.run(done, rel.outbox_interval_s, topic, owned))
+                )
             )
-            tg.create_task(
-                self._watched(
-                    "rescore",
-                    rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned),
+            background.append(
+                tg.create_task(
+                    self._watched(
+                        "rescore",
+                        rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned),
+                    )
                 )
             )
             if s.rules.path is not None and s.rules.reload_interval_s > 0:
@@ -300,12 +311,20 @@ class Worker:
                         "rejected"
                     ).inc(),
                 )
-                tg.create_task(self._watched("rules_watch", watcher.run(done)))
+                background.append(tg.create_task(self._watched("rules_watch", watcher.run(done))))
             tg.create_task(
                 self._watched("drain_deadline", self._drain_deadline(stop, done, pipeline))
             )
             await asyncio.wait(pipeline)
             done.set()
+            # Background loops stop at ``done``, unless one is blocked on a dependency that is
+            # down (the outbox relay publishing to an absent broker): cancel those. What they
+            # leave unpublished stays in the outbox for the next start.
+            _, stuck = await asyncio.wait(background, timeout=_BACKGROUND_STOP_S)
+            if stuck:
+                _log.warning("background_tasks_cancelled", tasks=len(stuck))
+                for task in stuck:
+                    task.cancel()
 
     # -- failure --------------------------------------------------------------------------
 

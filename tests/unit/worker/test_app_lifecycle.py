@@ -122,6 +122,13 @@ class FakeBackground:
         await done.wait()
 
 
+class StuckBackground:
+    """An outbox relay caught in a publish to a broker that is down: never looks at ``done``."""
+
+    async def run(self, done: asyncio.Event, *_: object) -> None:
+        await asyncio.Event().wait()
+
+
 class FakeSource:
     """Hands out the records in fetches of ``chunk``; records every commit."""
 
@@ -505,6 +512,29 @@ async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled(
     assert rig.source.commits[-1] == {(_TOPIC, 0): 0}
     assert any(e["event"] == "blocked_batches_cancelled" for e in logs)
     assert not [e for e in logs if e["event"].endswith("_failed")]
+
+
+async def test_a_background_task_stuck_on_the_broker_does_not_hold_the_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The outbox relay blocked in a publish while the broker is down is cancelled once the
+    pipeline is done; ``run`` ends normally within a second or so of ``stop``."""
+    rig = Rig(_records(10))
+    _install(monkeypatch, rig)
+    monkeypatch.setattr(app_module, "VerdictOutbox", lambda *_a, **_k: StuckBackground())
+    worker = Worker(_settings(drain_timeout_s=0.2))
+    stop = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run(stop))
+        await _wait_for(lambda: rig.source is not None and rig.source.exhausted)
+        stop.set()
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 10)
+        took = asyncio.get_running_loop().time() - started
+    assert took < 2.0
+    assert any(e["event"] == "background_tasks_cancelled" for e in logs)
+    assert rig.source is not None
+    assert rig.source.committed_all
 
 
 async def test_a_stop_step_raising_cancelled_error_itself_does_not_abort_shutdown(
