@@ -175,7 +175,7 @@ class Worker:
             verdict_outbox = VerdictOutboxStore(database)
             publisher = KafkaPublisher(s.kafka)
             await publisher.start()
-            stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 1.0)
+            stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 0.5)
             inference = TritonModerationClient(s.triton)
             await inference.start(wait_ready=False)
             stack.push_async_callback(_stop_within, "triton", inference.stop, 0.5)
@@ -237,8 +237,8 @@ class Worker:
                 _log.error("worker_failed", in_flight=self._tracker.in_flight())
                 raise WorkerFailed(self._failure) from group
             # Best effort: PostgreSQL holds the offsets; a broker that is down must not hold the
-            # exit (every stop step below is bounded too, about 5 s in all).
-            await _stop_within("kafka_commit", source.commit_all, 1.0)
+            # exit (every stop step below is bounded too, about 4 s in all).
+            await _stop_within("kafka_commit", source.commit_all, 0.5)
             _log.info("worker_stopped", in_flight=self._tracker.in_flight())
 
     async def _supervise(
