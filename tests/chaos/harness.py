@@ -29,6 +29,7 @@ from common.settings import project_root
 from pipelines.decode import DecodeError, decode_message
 from stack.kafka_tools import end_offsets
 from stack.samples import load_texts
+from stack.service import LocalService
 from worker.settings import WorkerSettings
 
 __all__ = [
@@ -245,6 +246,10 @@ class ChaosEnv:
         base, _, _ = self.admin_dsn.rpartition("/")
         self.dsn = f"{base}/{self.database}"
         self.rss = RssMonitor()
+        self.triton: LocalService | None = None
+        """A private Triton for the run (``--model-repository``): workers use it and scenario 2
+        stops and starts it instead of the stack's."""
+        self.triton_url: str | None = None
 
     async def create(self) -> None:
         admin = await asyncpg.connect(self.admin_dsn)
@@ -463,6 +468,8 @@ class ChaosEnv:
             }
         )
         env.pop("MODSTREAM_FAILPOINT", None)
+        if self.triton_url is not None:
+            env["MODSTREAM_TRITON__GRPC_URL"] = self.triton_url
         if instance_id is not None:
             env["MODSTREAM_KAFKA__GROUP_INSTANCE_ID"] = instance_id
         env.update(extra_env or {})

@@ -229,6 +229,8 @@ async def _outage(
     traffic = Traffic(env, topics, ledger, service, sizes.outage_rate_per_s, rng)
     traffic.start()
     target = LocalStack(StackToolSettings()).services[service]
+    if service == "triton" and env.triton is not None:
+        target = env.triton  # the run's private Triton (``--model-repository``)
     await asyncio.sleep(10)
     before = await env.handled(topics) or 0
     result.peak_rss_mb = env.rss.reset()

@@ -49,9 +49,12 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.InternalClientError,
 )
 """Driver errors that mean "Postgres is away": stores turn them into ``StoreUnavailable``
-(except the client-side rejections among their subclasses, see ``CLIENT_REJECTED_ERRORS``)."""
+(except the client-side rejections among their subclasses, see ``CLIENT_REJECTED_ERRORS``).
+``InternalClientError`` is here because the server going away mid-operation can leave the
+protocol's state machine refusing the next step; a fresh connection works."""
 
 CLIENT_REJECTED_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg_base.DataError,
