@@ -26,6 +26,7 @@ from review.auth import authenticate_token
 from review.bodylimit import BodyLimitMiddleware, BodyTooLargeError, handle_body_too_large
 from review.decisions import KafkaDecisionPublisher, OutboxRelay
 from review.errors import PublishFailedError, ReviewError
+from review.metrics import ReviewMetrics
 from review.queue import ReviewQueue
 from review.ratelimit import SignInLimiter, client_address
 from review.schemas import (
@@ -58,6 +59,7 @@ class ReviewServices:
     settings: ReviewServiceSettings
     sign_in: SignInLimiter
     """Console sign-ins and failed API token checks, per client address."""
+    metrics: ReviewMetrics
 
     async def publish_pending(self, decision: DecisionResult) -> DecisionResult:
         """Flush the outbox now; report whether this decision made it to Kafka."""
@@ -149,6 +151,13 @@ Filter = Annotated[QueueFilter, Depends(_queue_filter)]
 
 
 def _register_api(app: FastAPI) -> None:
+    @app.get("/metrics", include_in_schema=False)
+    async def metrics(svc: Services) -> Response:
+        """Prometheus text exposition; the outbox figures are read now."""
+        svc.metrics.observe_backlog(await svc.relay.backlog())
+        body, content_type = svc.metrics.render()
+        return Response(body, media_type=content_type)
+
     @app.get("/api/me", response_model=UserInfo, tags=["auth"])
     async def me(user: CurrentUser) -> UserInfo:
         """Who the token belongs to."""
@@ -282,13 +291,23 @@ def create_app(
             the_publisher: RecordPublisher = kafka_publisher
         else:
             the_publisher = publisher
-        relay = OutboxRelay(the_pool, the_publisher, settings.kafka.decision_topic)
+        metrics = ReviewMetrics()
+        relay = OutboxRelay(
+            the_pool,
+            the_publisher,
+            settings.kafka.decision_topic,
+            max_attempts=settings.review.publish_max_attempts,
+            on_published=metrics.decisions_published_total.inc,
+            on_refused=metrics.decision_refusals_total.inc,
+            on_failed=metrics.decisions_failed_total.inc,
+        )
         app.state.review = ReviewServices(
             pool=the_pool,
             queue=ReviewQueue(the_pool, settings.review),
             relay=relay,
             settings=settings,
             sign_in=SignInLimiter(settings.review.sign_in_attempts_per_minute),
+            metrics=metrics,
         )
         retry = asyncio.create_task(relay.run(settings.review.publish_retry_s))
         try:

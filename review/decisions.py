@@ -4,13 +4,21 @@ A decision's record is written to ``review_decision_outbox`` in the decision's o
 :class:`OutboxRelay` then publishes pending records in order and marks them. The API flushes right
 after each decision and a background loop retries, so a Kafka outage delays decisions but never
 loses one. Delivery is at least once; consumers de-duplicate on ``decision_id``.
+
+Two kinds of failure are told apart. An outage (timeouts, broker away) stops the flush: every
+later record would fail the same way, and they wait in order. A record Kafka refuses for itself
+(:class:`PublishRefusedError`: too large, corrupt) is about that record only: its attempt is
+counted and the flush goes on with the next ones; after ``max_attempts`` attempts the row is
+marked failed with the reason (``failed_at``, ``failure_reason``), kept for an admin and skipped
+from then on. :meth:`OutboxRelay.backlog` gives the figures ``/metrics`` exports.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
@@ -25,11 +33,19 @@ from common.publishing import (
     RecordPublisher,
 )
 from common.settings import KafkaSettings
-from review.errors import PublishFailedError
+from review.errors import PublishFailedError, PublishRefusedError
 
-__all__ = ["KafkaDecisionPublisher", "OutboxRelay", "encode_payload"]
+__all__ = ["KafkaDecisionPublisher", "OutboxBacklog", "OutboxRelay", "encode_payload"]
 
 _log = get_logger(__name__)
+_REFUSED_RECORD_ERRORS = (
+    "MessageSizeTooLargeError",
+    "RecordTooLargeError",
+    "RecordListTooLargeError",
+    "CorruptRecordException",
+)
+"""aiokafka errors about the record itself, by class name (aiokafka is imported lazily)."""
+_MAX_REASON_CHARS = 200
 
 
 class KafkaDecisionPublisher:
@@ -64,7 +80,8 @@ class KafkaDecisionPublisher:
             return self._producer
 
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
-        """Send each record in order and wait for it; raise :class:`PublishFailedError`."""
+        """Send each record in order and wait for it; raise :class:`PublishRefusedError` when
+        Kafka refuses the record itself, :class:`PublishFailedError` otherwise."""
         from aiokafka.errors import KafkaError
 
         for key, value in records:
@@ -74,6 +91,8 @@ class KafkaDecisionPublisher:
                     await producer.send_and_wait(topic, value=value, key=key)
             except (KafkaError, TimeoutError, OSError) as exc:
                 reason = type(exc).__name__
+                if reason in _REFUSED_RECORD_ERRORS:
+                    raise PublishRefusedError(f"kafka refused the decision: {reason}") from exc
                 raise PublishFailedError(f"kafka did not take the decision: {reason}") from exc
 
     async def stop(self) -> None:
@@ -98,8 +117,40 @@ class _OutboxMarks:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class OutboxBacklog:
+    """What waits in the outbox: the oldest unpublished (not failed) row's age, failed rows."""
+
+    oldest_unpublished_age_s: float
+    failed: int
+
+
+_SELECT_PENDING = """
+SELECT decision_id, message_key, payload::text AS payload, attempts
+FROM review_decision_outbox WHERE published_at IS NULL AND failed_at IS NULL
+ORDER BY created_at, decision_id LIMIT $1 FOR UPDATE SKIP LOCKED
+"""
+
+_COUNT_ATTEMPT = """
+UPDATE review_decision_outbox SET attempts = attempts + 1 WHERE decision_id = $1
+RETURNING attempts
+"""
+
+_MARK_FAILED = """
+UPDATE review_decision_outbox SET failed_at = now(), failure_reason = $2 WHERE decision_id = $1
+"""
+
+_BACKLOG = """
+SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at) FILTER (WHERE failed_at IS NULL)),
+                0)::float8 AS age,
+       count(*) FILTER (WHERE failed_at IS NOT NULL) AS failed
+FROM review_decision_outbox WHERE published_at IS NULL
+"""
+
+
 class OutboxRelay:
-    """Publishes pending outbox rows oldest first and marks each one published."""
+    """Publishes pending outbox rows oldest first and marks each one published; sets aside rows
+    Kafka keeps refusing (see the module docstring)."""
 
     def __init__(
         self,
@@ -107,27 +158,32 @@ class OutboxRelay:
         publisher: RecordPublisher,
         decision_topic: str,
         batch_size: int = 100,
+        *,
+        max_attempts: int = 5,
+        on_published: Callable[[int], None] | None = None,
+        on_refused: Callable[[], None] | None = None,
+        on_failed: Callable[[], None] | None = None,
     ) -> None:
         self._pool = pool
         self._publisher = publisher
         self._topic = decision_topic
         self._batch_size = batch_size
+        self._max_attempts = max_attempts
+        self._on_published = on_published
+        self._on_refused = on_refused
+        self._on_failed = on_failed
 
     async def flush(self) -> int:
         """Publish what is pending; returns how many were published.
 
-        Raises :class:`PublishFailedError` (after recording the attempt) when Kafka refuses a
-        record; everything published before it stays marked.
+        Raises :class:`PublishFailedError` (after recording the attempt) when Kafka is
+        unavailable; everything published before it stays marked. A record Kafka refuses for
+        itself is counted (and set aside after its attempts) and the flush goes on.
         """
         published = 0
         failure: PublishFailedError | None = None
         async with self._pool.acquire() as conn, conn.transaction():
-            rows = await conn.fetch(
-                "SELECT decision_id, message_key, payload::text AS payload "
-                "FROM review_decision_outbox WHERE published_at IS NULL "
-                "ORDER BY created_at, decision_id LIMIT $1 FOR UPDATE SKIP LOCKED",
-                self._batch_size,
-            )
+            rows = await conn.fetch(_SELECT_PENDING, self._batch_size)
             publishing = PublishAfterDurable(self._publisher, self._topic, _OutboxMarks(conn))
             for row in rows:
                 record = DurableRecord(
@@ -136,19 +192,47 @@ class OutboxRelay:
                 try:
                     await publishing.publish([record])
                 except PublishDeferred as exc:
-                    await conn.execute(
-                        "UPDATE review_decision_outbox SET attempts = attempts + 1 "
-                        "WHERE decision_id = $1",
-                        row["decision_id"],
-                    )
+                    attempts = await conn.fetchval(_COUNT_ATTEMPT, row["decision_id"])
+                    if isinstance(exc.__cause__, PublishRefusedError):
+                        await self._refused(conn, row["decision_id"], attempts, exc.__cause__)
+                        continue
                     failure = PublishFailedError(str(exc))
                     break
                 published += 1
         if published:
             _log.info("decisions_published", count=published)
+            if self._on_published is not None:
+                self._on_published(published)
         if failure is not None:
             raise failure
         return published
+
+    async def _refused(
+        self,
+        conn: asyncpg.pool.PoolConnectionProxy[Any],
+        decision_id: Any,
+        attempts: int,
+        error: PublishRefusedError,
+    ) -> None:
+        if self._on_refused is not None:
+            self._on_refused()
+        if attempts < self._max_attempts:
+            _log.warning("decision_refused", decision_id=str(decision_id), attempts=attempts)
+            return
+        reason = str(error)[:_MAX_REASON_CHARS]
+        await conn.execute(_MARK_FAILED, decision_id, reason)
+        if self._on_failed is not None:
+            self._on_failed()
+        _log.error(
+            "decision_set_aside", decision_id=str(decision_id), attempts=attempts, reason=reason
+        )
+
+    async def backlog(self) -> OutboxBacklog:
+        """The oldest pending decision's age in seconds (0 when none) and the failed rows."""
+        row = await self._pool.fetchrow(_BACKLOG)
+        if row is None:
+            return OutboxBacklog(0.0, 0)
+        return OutboxBacklog(float(row["age"]), int(row["failed"]))
 
     async def run(self, interval_s: float) -> None:
         """Flush forever, every ``interval_s``; failures are logged and retried."""

@@ -14,6 +14,7 @@ __all__ = [
     "ItemNotFoundError",
     "ItemResolvedError",
     "PublishFailedError",
+    "PublishRefusedError",
     "ReviewError",
     "SignInRateLimitedError",
     "UserExistsError",
@@ -105,3 +106,11 @@ class PublishFailedError(ReviewError, PublishError):
     code = "publish_failed"
     status_code = 503
     retriable = True
+
+
+class PublishRefusedError(PublishFailedError):
+    """Kafka refused this decision's record itself (too large, corrupt): retrying the same
+    record gives the same answer, so the relay sets it aside after its attempts and goes on."""
+
+    code = "publish_refused"
+    retriable = False

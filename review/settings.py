@@ -58,6 +58,9 @@ class ReviewSettings(Section):
     """Per client address: console sign-ins, and API calls with a token that is not valid."""
     publish_retry_s: float = Field(default=5.0, gt=0)
     """How often unpublished decisions (Kafka was down) are retried."""
+    publish_max_attempts: int = Field(default=5, ge=1)
+    """A decision Kafka refuses for itself (e.g. too large) is tried this often, then marked
+    failed with the reason (kept for an admin) so later decisions are not held behind it."""
 
     @field_validator("cookie_secure", mode="before")
     @classmethod

@@ -64,16 +64,31 @@ _FETCH_TIMEOUT_MS = 500
 _YIELD_EVERY_RECORDS = 64
 _LAG_PROBE_S = 0.5
 _EXIT_FAILED = 1
+_GIVE_UP_GRACE_S = 0.25
+"""After the drain deadline, how long batches get to notice ``give_up`` before being cancelled."""
+_BACKGROUND_STOP_S = 0.5
+"""After the pipeline is done, how long background loops get to see ``done`` before being
+cancelled."""
 
 
 async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s: float) -> None:
     """One shutdown step, abandoned after ``timeout_s`` (a client waiting on a broker that is
-    down would otherwise hold the process long after the drain deadline)."""
+    down would otherwise hold the process long after the drain deadline). A step that fails,
+    including with a ``CancelledError`` of its own (aiokafka's consumer re-raises its cancelled
+    fetch task's), is logged and the shutdown goes on; a cancellation of this task itself still
+    propagates."""
     try:
         async with asyncio.timeout(timeout_s):
             await stop()
     except TimeoutError:
         _log.warning("shutdown_step_timed_out", step=step, timeout_s=timeout_s)
+    except asyncio.CancelledError as exc:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+        _log.warning("shutdown_step_failed", step=step, error_type=type(exc).__name__)
+    except Exception as exc:
+        _log.warning("shutdown_step_failed", step=step, error_type=type(exc).__name__)
 
 
 class WorkerFailed(RuntimeError):
@@ -163,7 +178,7 @@ class Worker:
             verdict_outbox = VerdictOutboxStore(database)
             publisher = KafkaPublisher(s.kafka)
             await publisher.start()
-            stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 1.0)
+            stack.push_async_callback(_stop_within, "kafka_producer", publisher.stop, 0.5)
             inference = TritonModerationClient(s.triton, metrics=self.metrics.replicas)
             await inference.start(wait_ready=False)
             stack.push_async_callback(_stop_within, "triton", inference.stop, 0.5)
@@ -204,6 +219,7 @@ class Worker:
                 verdict_topic=s.kafka.verdict_topic,
                 batch_items=s.reliability.rescore_batch_items,
                 on_rescored=self.metrics.rescored_total.inc,
+                on_rejected=self.metrics.rescore_rejected_total.inc,
             )
             health = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
             await health.start()
@@ -224,8 +240,8 @@ class Worker:
                 _log.error("worker_failed", in_flight=self._tracker.in_flight())
                 raise WorkerFailed(self._failure) from group
             # Best effort: PostgreSQL holds the offsets; a broker that is down must not hold the
-            # exit (every stop step below is bounded too, about 5 s in all).
-            await _stop_within("kafka_commit", source.commit_all, 1.0)
+            # exit (every stop step below is bounded too, about 4 s in all).
+            await _stop_within("kafka_commit", source.commit_all, 0.5)
             _log.info("worker_stopped", in_flight=self._tracker.in_flight())
 
     async def _supervise(
@@ -264,21 +280,29 @@ class Worker:
                     )
                 ),
             ]
-            tg.create_task(self._watched("watch_lag", self._watch_lag(done)))
-            tg.create_task(self._watched("watch_breaker", self._watch_breaker(inference, done)))
+            background = [
+                tg.create_task(self._watched("watch_lag", self._watch_lag(done))),
+                tg.create_task(
+                    self._watched("watch_breaker", self._watch_breaker(inference, done))
+                ),
+            ]
             topic = s.kafka.input_topic
 
             def owned() -> list[int]:
                 return source.partitions_of(topic)
 
             rel = s.reliability
-            tg.create_task(
-                self._watched("outbox", outbox.run(done, rel.outbox_interval_s, topic, owned))
+            background.append(
+                tg.create_task(
+                    self._watched("outbox", outbox.run(done, rel.outbox_interval_s, topic, owned))
+                )
             )
-            tg.create_task(
-                self._watched(
-                    "rescore",
-                    rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned),
+            background.append(
+                tg.create_task(
+                    self._watched(
+                        "rescore",
+                        rescorer.run(done, rel.rescore_interval_s, inference.probe, topic, owned),
+                    )
                 )
             )
             if s.rules.path is not None and s.rules.reload_interval_s > 0:
@@ -290,10 +314,20 @@ class Worker:
                         "rejected"
                     ).inc(),
                 )
-                tg.create_task(self._watched("rules_watch", watcher.run(done)))
-            tg.create_task(self._watched("drain_deadline", self._drain_deadline(stop, done)))
+                background.append(tg.create_task(self._watched("rules_watch", watcher.run(done))))
+            tg.create_task(
+                self._watched("drain_deadline", self._drain_deadline(stop, done, pipeline))
+            )
             await asyncio.wait(pipeline)
             done.set()
+            # Background loops stop at ``done``, unless one is blocked on a dependency that is
+            # down (the outbox relay publishing to an absent broker): cancel those. What they
+            # leave unpublished stays in the outbox for the next start.
+            _, stuck = await asyncio.wait(background, timeout=_BACKGROUND_STOP_S)
+            if stuck:
+                _log.warning("background_tasks_cancelled", tasks=len(stuck))
+                for task in stuck:
+                    task.cancel()
 
     # -- failure --------------------------------------------------------------------------
 
@@ -318,8 +352,14 @@ class Worker:
             self._fail("worker_task_failed", exc, task=task)
             raise
 
-    async def _drain_deadline(self, stop: asyncio.Event, done: asyncio.Event) -> None:
-        """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up."""
+    async def _drain_deadline(
+        self, stop: asyncio.Event, done: asyncio.Event, pipeline: list[asyncio.Task[None]]
+    ) -> None:
+        """After ``stop``, give the pipeline ``drain_timeout_s``, then let blocked work give up;
+        what is still blocked a moment later (waiting on something that does not watch
+        ``give_up``, such as a publish to a broker that is down) is cancelled. Cancelling loses
+        nothing: what is not durable is not committed and is read again, and stored verdicts not
+        yet published are left to the outbox relay, exactly as after a SIGKILL."""
         stop_task = asyncio.ensure_future(stop.wait())
         done_task = asyncio.ensure_future(done.wait())
         try:
@@ -335,6 +375,13 @@ class Worker:
         if not done.is_set():
             _log.warning("drain_deadline_passed")
         self._give_up.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), _GIVE_UP_GRACE_S)
+        if done.is_set():
+            return
+        _log.warning("blocked_batches_cancelled", in_flight=self._tracker.in_flight())
+        for task in pipeline:
+            task.cancel()
 
     async def _consume(self, source: KafkaSource, stop: asyncio.Event) -> None:
         max_bytes = self._settings.kafka.max_message_bytes

@@ -136,6 +136,12 @@ class Metrics:
             "pending_model verdicts re-scored with the model and updated in place.",
             registry=r,
         )
+        self.rescore_rejected_total = Counter(
+            "modstream_rescore_rejected_total",
+            "pending_model verdicts whose text the model refused: kept rules-only, not re-scored "
+            "(listed in rescore_rejections).",
+            registry=r,
+        )
         self.outbox_relayed_total = Counter(
             "modstream_outbox_relayed_total",
             "Verdicts published again by the outbox relay.",

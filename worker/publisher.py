@@ -1,7 +1,12 @@
 """Kafka output: dead letters to ``chat.messages.dlq`` and verdicts to ``moderation.verdicts``.
 
-An idempotent producer (acks=all). Dead letters keep the original bytes (truncated with a header
-when they would not fit a Kafka record) and carry the source coordinates and reason in headers.
+An idempotent producer (acks=all). Dead letters keep the original bytes and carry the source
+coordinates and reason in headers. Whatever the record's size, a dead letter always leaves as a
+record that fits ``max_message_bytes``: a key longer than half the room is dropped
+(``key_dropped``, ``original_key_bytes``), the value is cut to what room the key leaves
+(``truncated``, ``original_bytes``), and if Kafka still refuses the record for its size (a
+broker or topic limit below ours), a metadata-only record (no key, empty value,
+``metadata_only``) is sent instead. A dead letter is never retried forever for being too large.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from aiokafka.errors import KafkaError
+from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 
 from common.kafka_client import kafka_security_kwargs
 from common.publishing import PublishError
@@ -21,6 +26,8 @@ from worker.settings import KafkaSettings
 __all__ = ["KafkaPublisher"]
 
 _HEADROOM_BYTES = 64 * 1024
+"""Room left in a dead letter for headers and Kafka's record-batch framing."""
+_MAX_REASON_BYTES = 1024
 
 
 class KafkaPublisher:
@@ -75,18 +82,26 @@ class KafkaPublisher:
             ("source_partition", str(position.partition).encode()),
             ("source_offset", str(position.offset).encode()),
             ("reason_code", reason_code.encode()),
-            ("reason", reason.encode()),
+            ("reason", reason.encode()[:_MAX_REASON_BYTES]),
             ("original_bytes", str(len(payload)).encode()),
         ]
         if value is None:
             headers.append(("original_null", b"true"))
-        if len(payload) > self._max_value_bytes:
-            payload = payload[: self._max_value_bytes]
+        if key is not None and len(key) > self._max_value_bytes // 2:
+            headers += [("key_dropped", b"true"), ("original_key_bytes", str(len(key)).encode())]
+            key = None
+        room = self._max_value_bytes - len(key or b"")
+        if len(payload) > room:
+            payload = payload[:room]
             headers.append(("truncated", b"true"))
+        producer = self._require()
+        topic = self._settings.dlq_topic
         try:
-            await self._require().send_and_wait(
-                self._settings.dlq_topic, payload, key=key, headers=headers
-            )
+            try:
+                await producer.send_and_wait(topic, payload, key=key, headers=headers)
+            except MessageSizeTooLargeError:
+                headers.append(("metadata_only", b"true"))
+                await producer.send_and_wait(topic, b"", key=None, headers=headers)
         except KafkaError as exc:
             raise PublishError(f"dead letter not acknowledged: {type(exc).__name__}") from exc
 

@@ -6,6 +6,11 @@ stored rule hits and the new scores, and in ONE transaction updates the verdict 
 (``decided_by`` becomes ``model``), adds any new escalation and deletes the texts. The updated
 rows are then published again (the outbox relay retries what fails). The worker does this by
 itself whenever the model is ready; ``modstream rescore`` does it on demand for every topic.
+
+When the model refuses a page (``InferenceRejected``, e.g. Triton ``INVALID_ARGUMENT``), the page
+is split in halves until the refused texts are found alone. Those rows keep their rules-only
+verdict, are recorded in ``rescore_rejections`` with the reason (never the text) and their text is
+dropped in the same transaction; every other row is re-scored. One bad text never stalls the rest.
 """
 
 from __future__ import annotations
@@ -25,13 +30,14 @@ from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
+from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
-from worker.inference import InferenceError, InferenceResult
+from worker.inference import InferenceError, InferenceRejected, InferenceResult
 from worker.settings import WorkerSettings
 from worker.stores.database import StoreError
-from worker.stores.pending_texts import PendingRow
+from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
 from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
@@ -54,6 +60,7 @@ class _Store(Protocol):
         verdicts: Sequence[Verdict],
         escalations: Sequence[Escalation],
         done: Sequence[SourcePosition],
+        rejected: Sequence[RescoreRejection] = (),
     ) -> set[SourcePosition]: ...
 
     async def drop_orphan_texts(self) -> int: ...
@@ -71,14 +78,17 @@ class Rescorer:
         verdict_topic: str,
         batch_items: int,
         on_rescored: Callable[[int], None] | None = None,
+        on_rejected: Callable[[int], None] | None = None,
     ) -> None:
         self._inference = inference
         self._on_rescored = on_rescored
+        self._on_rejected = on_rejected
         self._store = store
         self._verdicts_out = verdict_publishing(publisher, verdict_topic, outbox)
         self._thresholds = thresholds
         self._batch_items = batch_items
         self.rescored = 0
+        self.rejected = 0
 
     async def rescore_once(
         self, topic: str | None = None, partitions: Sequence[int] | None = None
@@ -91,14 +101,10 @@ class Rescorer:
         rows = await self._store.pending_model_rows(self._batch_items, topic, partitions)
         if not rows:
             return 0
-        # The model scores the canonical text, as it does for the stream.
-        result = await self._inference.infer([canonicalize(r.text).text for r in rows])
-        run = ModelRun(
-            result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
-        )
+        scored, rejected = await self._score(rows)
         verdicts: list[Verdict] = []
         escalations: list[Escalation] = []
-        for row, scores in zip(rows, result.scores, strict=True):
+        for row, scores, run in scored:
             outcome = RuleOutcome(hits_from_json(row.rule_hits))
             verdict = make_verdict(
                 row.facts, outcome, scores, self._thresholds, run, queue_ms=row.queue_ms
@@ -107,8 +113,13 @@ class Rescorer:
             if verdict.result.escalate:
                 escalations.append(Escalation(verdict, row.text))
         updated = await self._store.apply_rescore(
-            verdicts, escalations, [r.facts.position for r in rows]
+            verdicts, escalations, [row.facts.position for row, _, _ in scored], rejected
         )
+        if rejected:
+            self.rejected += len(rejected)
+            if self._on_rejected is not None:
+                self._on_rejected(len(rejected))
+            _log.warning("rescore_rejected", items=len(rejected), reason=rejected[0].reason)
         changed = [v for v in verdicts if v.position in updated]
         self.rescored += len(changed)
         if self._on_rescored is not None:
@@ -116,6 +127,28 @@ class Rescorer:
         _log.info("verdicts_rescored", items=len(changed), read=len(rows))
         await self._publish(changed)
         return len(rows)
+
+    async def _score(
+        self, rows: list[PendingRow]
+    ) -> tuple[list[tuple[PendingRow, ModelScores, ModelRun]], list[RescoreRejection]]:
+        """Scores for ``rows``; texts the model refuses are found by halving and set aside.
+
+        ``InferenceUnavailable`` propagates (nothing is applied then)."""
+        try:
+            result = await self._inference.infer([canonicalize(r.text).text for r in rows])
+        except InferenceRejected as exc:
+            if len(rows) == 1:
+                (row,) = rows
+                reason = _reason(exc)
+                return [], [RescoreRejection(row.facts.position, row.facts.sent_at, reason)]
+            half = len(rows) // 2
+            left, left_rejected = await self._score(rows[:half])
+            right, right_rejected = await self._score(rows[half:])
+            return [*left, *right], [*left_rejected, *right_rejected]
+        run = ModelRun(
+            result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
+        )
+        return [(r, s, run) for r, s in zip(rows, result.scores, strict=True)], []
 
     async def rescore_all(
         self, topic: str | None = None, partitions: Sequence[int] | None = None
@@ -155,6 +188,11 @@ class Rescorer:
                     _log.warning("rescore_deferred", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
+
+
+def _reason(exc: InferenceRejected) -> str:
+    """The refusal's status without the server's message (which may quote the input)."""
+    return str(exc).split(":", 1)[0][:200]
 
 
 async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str | None) -> int:

@@ -29,6 +29,7 @@ from common.settings import project_root
 from pipelines.decode import DecodeError, decode_message
 from stack.kafka_tools import end_offsets
 from stack.samples import load_texts
+from stack.service import LocalService
 from worker.settings import WorkerSettings
 
 __all__ = [
@@ -79,6 +80,7 @@ class LedgerResult:
     extra: int
     """Outcomes for coordinates nobody produced."""
     pending_model: int
+    """Verdicts still ``pending_model``, not counting those the model refused to score."""
     unpublished: int
     """Verdict rows never seen on the verdict topic."""
 
@@ -145,8 +147,12 @@ class Ledger:
         conn = await asyncpg.connect(env.dsn)
         try:
             verdict_rows = await conn.fetch(
-                "SELECT source_partition, source_offset, message_id, decided_by FROM verdicts "
-                "WHERE source_topic = $1",
+                "SELECT v.source_partition, v.source_offset, v.message_id, v.decided_by, "
+                "  r.source_offset IS NOT NULL AS refused FROM verdicts v "
+                "LEFT JOIN rescore_rejections r ON r.source_topic = v.source_topic "
+                "  AND r.source_partition = v.source_partition "
+                "  AND r.source_offset = v.source_offset "
+                "WHERE v.source_topic = $1",
                 topics.input_topic,
             )
             dead_rows = await conn.fetch(
@@ -164,7 +170,8 @@ class Ledger:
             coord = (int(r["source_partition"]), int(r["source_offset"]))
             seen[coord] += 1
             ids[r["message_id"]] += 1
-            pending += r["decided_by"] == "pending_model"
+            # A verdict whose text the model refused stays rules-only on purpose.
+            pending += r["decided_by"] == "pending_model" and not r["refused"]
             want = self.expected.get(coord)
             if want is None:
                 extra += 1
@@ -239,6 +246,10 @@ class ChaosEnv:
         base, _, _ = self.admin_dsn.rpartition("/")
         self.dsn = f"{base}/{self.database}"
         self.rss = RssMonitor()
+        self.triton: LocalService | None = None
+        """A private Triton for the run (``--model-repository``): workers use it and scenario 2
+        stops and starts it instead of the stack's."""
+        self.triton_url: str | None = None
 
     async def create(self) -> None:
         admin = await asyncpg.connect(self.admin_dsn)
@@ -329,8 +340,11 @@ class ChaosEnv:
             row = await conn.fetchrow(
                 "SELECT (SELECT count(*) FROM verdicts WHERE source_topic = $1) AS v, "
                 "(SELECT count(*) FROM dead_letters WHERE source_topic = $1) AS d, "
-                "(SELECT count(*) FROM verdicts WHERE source_topic = $1 "
-                "   AND decided_by = 'pending_model') AS p, "
+                "(SELECT count(*) FROM verdicts v WHERE source_topic = $1 "
+                "   AND decided_by = 'pending_model' AND NOT EXISTS (SELECT 1 FROM "
+                "   rescore_rejections r WHERE r.source_topic = v.source_topic AND "
+                "   r.source_partition = v.source_partition AND "
+                "   r.source_offset = v.source_offset)) AS p, "
                 "(SELECT count(*) FROM verdicts WHERE source_topic = $1 AND NOT published) AS u",
                 topics.input_topic,
                 timeout=10,
@@ -429,6 +443,7 @@ class ChaosEnv:
         *,
         instance_id: str | None = None,
         extra_env: dict[str, str] | None = None,
+        module: str = "modstream.cli",
     ) -> WorkerProc:
         env = dict(os.environ)
         env.update(
@@ -453,10 +468,13 @@ class ChaosEnv:
             }
         )
         env.pop("MODSTREAM_FAILPOINT", None)
+        if self.triton_url is not None:
+            env["MODSTREAM_TRITON__GRPC_URL"] = self.triton_url
         if instance_id is not None:
             env["MODSTREAM_KAFKA__GROUP_INSTANCE_ID"] = instance_id
         env.update(extra_env or {})
-        return WorkerProc(name, env, self.run_dir / f"{topics.group_id}.{name}.log", self.rss)
+        log = self.run_dir / f"{topics.group_id}.{name}.log"
+        return WorkerProc(name, env, log, self.rss, module=module)
 
 
 class RssMonitor:
@@ -516,10 +534,20 @@ def _rss_kb(pid: int) -> int | None:
 
 
 class WorkerProc:
-    """One ``modstream worker`` subprocess (stderr to a log file)."""
+    """One ``modstream worker`` subprocess (stderr to a log file); ``module`` is the entry point
+    run with ``-m`` (``tests.chaos.poisoned_worker`` for scenario 9)."""
 
-    def __init__(self, name: str, env: dict[str, str], log_path: Path, rss: RssMonitor) -> None:
+    def __init__(
+        self,
+        name: str,
+        env: dict[str, str],
+        log_path: Path,
+        rss: RssMonitor,
+        *,
+        module: str = "modstream.cli",
+    ) -> None:
         self.name = name
+        self._module = module
         self._env = env
         self.log_path = log_path
         self._rss = rss
@@ -531,7 +559,7 @@ class WorkerProc:
             env["MODSTREAM_FAILPOINT"] = failpoint
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "modstream.cli", "worker"],
+                [sys.executable, "-m", self._module, "worker"],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=log,

@@ -1,4 +1,4 @@
-"""The seven chaos scenarios. Each returns a ``ScenarioResult`` with its ledger and figures."""
+"""The chaos scenarios (1-12). Each returns a ``ScenarioResult`` with its ledger and figures."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import orjson
 from common.settings import project_root
 from pipelines.rules import RuleLoadError, load_ruleset
 from pipelines.rules.config import compile_re2
-from stack import LocalStack
+from stack import LocalStack, private_triton
 from stack.kafka_tools import end_offsets
 from stack.settings import StackToolSettings
 from tests.chaos.harness import (
@@ -31,6 +31,7 @@ from tests.chaos.harness import (
     expected_outcome,
     good_record,
 )
+from tests.chaos.poisoned_worker import POISON_PREFIX
 from worker.failpoints import FAILPOINT_NAMES
 
 __all__ = ["SCENARIOS", "Sizes"]
@@ -54,6 +55,20 @@ class Sizes:
     settle_timeout_s: float = 300.0
     outage_in_flight_limit: int = 2_000
     """``batch.max_records_in_flight`` of the worker during outages (low enough to pause)."""
+    sigterm_messages: int = 3_000
+    """Records produced before each SIGTERM of scenario 8."""
+    sigterm_drain_s: float = 5.0
+    """``batch.drain_timeout_s`` of scenario 8's workers; each must exit within it + 5 s."""
+    sigterm_rounds: int = 3
+    """Scenario 8: SIGTERMs per configuration (Kafka down; Kafka and PostgreSQL down)."""
+    poison_messages: int = 2_000
+    poison_every: int = 50
+    """Scenario 9: every this many records is one the driver refuses to encode."""
+    oversize_records: int = 4
+    """Scenario 11: records whose key plus value exceed the producer's request limit."""
+    rejected_texts: int = 20
+    rescore_messages: int = 1_000
+    """Scenario 12: texts the model refuses, among this many records."""
 
 
 QUICK = Sizes(
@@ -70,6 +85,13 @@ QUICK = Sizes(
     rules_messages=50,
     settle_timeout_s=180.0,
     outage_in_flight_limit=200,
+    sigterm_messages=1_000,
+    sigterm_rounds=1,
+    poison_messages=400,
+    poison_every=20,
+    oversize_records=2,
+    rejected_texts=5,
+    rescore_messages=300,
 )
 
 
@@ -207,6 +229,8 @@ async def _outage(
     traffic = Traffic(env, topics, ledger, service, sizes.outage_rate_per_s, rng)
     traffic.start()
     target = LocalStack(StackToolSettings()).services[service]
+    if service == "triton" and env.triton is not None:
+        target = env.triton  # the run's private Triton (``--model-repository``)
     await asyncio.sleep(10)
     before = await env.handled(topics) or 0
     result.peak_rss_mb = env.rss.reset()
@@ -600,6 +624,291 @@ async def _wait_log(worker: WorkerProc, event: str, count: int, timeout_s: float
     return False
 
 
+# -- 8. SIGTERM while the broker (and PostgreSQL) are down ------------------------------------
+
+
+async def sigterm_while_down(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(8, "SIGTERM while Kafka, then Kafka and PostgreSQL, are down")
+    topics = await env.new_topics("sigterm")
+    ledger = Ledger()
+    services = LocalStack(StackToolSettings()).services
+    drain = sizes.sigterm_drain_s
+    bound = drain + 5.0
+    exits: dict[str, dict[str, object]] = {}
+    exit_times: list[float] = []
+    configurations = [("kafka", ["kafka"]), ("kafka+postgres", ["kafka", "postgres"])]
+    rounds = [
+        (f"{label}#{n + 1}", down)
+        for n in range(sizes.sigterm_rounds)
+        for label, down in configurations
+    ]
+    for label, down in rounds:
+        start = len(ledger)
+        records = [good_record(f"term-{label}", i, rng) for i in range(sizes.sigterm_messages)]
+        await env.produce(topics, ledger, records)
+        worker = env.worker(
+            topics,
+            "w-" + label.replace("+", "-").replace("#", "-"),
+            instance_id="chaos-sigterm",
+            extra_env={"MODSTREAM_BATCH__DRAIN_TIMEOUT_S": str(drain)},
+        )
+        worker.start()
+        await env.wait_handled(topics, start + len(records) // 4, timeout_s=120, interval_s=0.1)
+        for name in down:
+            await asyncio.to_thread(services[name].stop)
+        signalled = time.monotonic()
+        rc = await worker.terminate(timeout_s=bound + 60)
+        took = round(time.monotonic() - signalled, 1)
+        exits[label] = {"rc": rc, "exit_s": took}
+        exit_times.append(took)
+        result.check(rc is not None, f"{label}: worker needed SIGKILL after SIGTERM")
+        result.check(took <= bound, f"{label}: exit took {took} s, bound {bound} s")
+        for name in reversed(down):
+            await asyncio.to_thread(services[name].start)
+    last = env.worker(topics, "w-after", instance_id="chaos-sigterm")
+    last.start()
+    settled = await _finish(env, topics, ledger, result, [last], sizes.settle_timeout_s)
+    result.recovery_s = round(settled, 1) if settled is not None else None
+    slowest = max(exit_times, default=0.0)
+    result.figures.update(
+        exits=exits, slowest_exit_s=slowest, drain_timeout_s=drain, exit_bound_s=bound
+    )
+    return result
+
+
+# -- 9. a batch whose Postgres write the driver refuses ----------------------------------------
+
+
+async def client_side_pg_error(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(9, "Postgres write refused by the driver (client side)")
+    topics = await env.new_topics("poison")
+    ledger = Ledger()
+    records: list[tuple[bytes, bytes, Outcome]] = []
+    poisoned = 0
+    for i in range(sizes.poison_messages):
+        if i % sizes.poison_every == sizes.poison_every // 2:
+            key, value, _ = good_record(POISON_PREFIX.rstrip("-"), i, rng)
+            records.append((key, value, Outcome(None, "sink_rejected")))
+            poisoned += 1
+        else:
+            records.append(good_record("clean", i, rng))
+    await env.produce(topics, ledger, records)
+    worker = env.worker(topics, "w0", module="tests.chaos.poisoned_worker")
+    started = time.monotonic()
+    worker.start()
+    settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    retried = worker.log_count("sink_unavailable")
+    isolated = worker.log_count("sink_rejected_batch")
+    result.check(retried == 0, f"a refused write was retried as an outage {retried} times")
+    result.check(isolated > 0, "no batch was isolated: the poisoned rows never reached a write")
+    result.recovery_s = round(settled, 1) if settled is not None else None
+    result.figures.update(
+        poisoned=poisoned,
+        batches_isolated=isolated,
+        outage_retries=retried,
+        run_s=round(time.monotonic() - started, 1),
+    )
+    return result
+
+
+# -- 10. a rule file that is not UTF-8 ---------------------------------------------------------
+
+
+async def rules_not_utf8(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(10, "rule file with invalid UTF-8 rejected, old rules kept")
+    topics = await env.new_topics("rules8")
+    ledger = Ledger()
+    rules = _read(project_root() / "pipelines/rulesets/default.toml") + _RULES_V2
+    rules_path = env.run_dir / f"{topics.group_id}.rules.toml"
+    _write(rules_path, rules)
+    worker = env.worker(
+        topics,
+        "w0",
+        extra_env={
+            "MODSTREAM_RULES__PATH": str(rules_path),
+            "MODSTREAM_RULES__RELOAD_INTERVAL_S": "0.5",
+        },
+    )
+    worker.start()
+    n = sizes.rules_messages
+
+    async def phase(prefix: str) -> dict[str, int]:
+        marked = [good_record(prefix, i, rng, f"buy zorblax now {i}") for i in range(n)]
+        await env.produce(topics, ledger, marked)
+        await env.wait_settled(topics, ledger, 120, [worker])
+        return await _marker_decisions(env, topics, prefix)
+
+    before = await phase("before")
+    result.check(before["blocked_by_marker"] == n, f"marker rule not active at start: {before}")
+    rules_path.write_bytes(rules.encode() + b"\n# caf\xe9 \xff\xfe not UTF-8\n")
+    try:
+        load_ruleset(rules_path)
+        load_error = ""
+    except RuleLoadError as exc:
+        load_error = str(exc)
+    result.check("UTF-8" in load_error, f"non-UTF-8 rule file error unclear: {load_error!r}")
+    rejected = await _wait_log(worker, "rules_reload_rejected", 1, 30)
+    result.check(rejected, "the worker did not log rules_reload_rejected")
+    kept = await phase("kept")
+    result.check(kept["blocked_by_marker"] == n, f"old rules not kept after rejection: {kept}")
+    result.check(worker.alive(), "worker died on a rule file that is not UTF-8")
+    await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    result.figures.update(
+        rejected_error=load_error[:120],
+        marker_blocked=[before["blocked_by_marker"], kept["blocked_by_marker"]],
+        reloads_rejected=worker.log_count("rules_reload_rejected"),
+    )
+    return result
+
+
+# -- 11. a dead letter larger than the producer's request limit --------------------------------
+
+
+async def _dlq_records(env: ChaosEnv, topics: Topics) -> list[tuple[int, dict[str, bytes]]]:
+    """(key + value bytes, headers) of every record on the DLQ topic."""
+    from aiokafka import AIOKafkaConsumer
+
+    ends = await end_offsets(env.bootstrap, topics.dlq_topic)
+    consumer = AIOKafkaConsumer(
+        topics.dlq_topic,
+        bootstrap_servers=env.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        max_partition_fetch_bytes=_MAX_RECORD_BYTES,
+        fetch_max_bytes=_MAX_RECORD_BYTES,
+    )
+    await consumer.start()
+    found: list[tuple[int, dict[str, bytes]]] = []
+    positions: dict[int, int] = {}
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and any(
+            positions.get(p, 0) < end for p, end in ends.items()
+        ):
+            batch = await consumer.getmany(timeout_ms=500)
+            for tp, records in batch.items():
+                for record in records:
+                    size = len(record.key or b"") + len(record.value or b"")
+                    found.append((size, dict(record.headers)))
+                    positions[tp.partition] = record.offset + 1
+    finally:
+        await consumer.stop()
+    return found
+
+
+async def oversized_dead_letter(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(11, "dead letter whose key plus value exceed the producer's limit")
+    topics = await env.new_topics("dlqsize", max_message_bytes=_MAX_RECORD_BYTES)
+    ledger = Ledger()
+    limit = env.settings.kafka.max_message_bytes
+    records: list[tuple[bytes, bytes, Outcome]] = []
+    for i in range(sizes.oversize_records):
+        key = bytes([65 + i % 26]) * (limit // 2 + 200_000 * (i + 1))
+        value = b'{"message_id": "oversize", "text": "' + b"x" * (limit - 150_000)
+        outcome = expected_outcome(value, limit)
+        result.check(outcome.message_id is None, f"oversized record {i} decodes as valid")
+        records.append((key, value, outcome))
+    records += [good_record("small", i, rng) for i in range(100)]
+    rng.shuffle(records)
+    await env.produce(topics, ledger, records, max_request_bytes=_MAX_RECORD_BYTES)
+    worker = env.worker(topics, "w0")
+    worker.start()
+    settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    dlq = await _dlq_records(env, topics)
+    biggest = max((size for size, _ in dlq), default=0)
+    result.check(len(dlq) == sizes.oversize_records, f"DLQ holds {len(dlq)} records")
+    result.check(biggest <= limit, f"a DLQ record is {biggest} bytes, over {limit}")
+    result.check(
+        all(h.get("reason_code") and h.get("source_offset") for _, h in dlq),
+        "a DLQ record lacks its reason or coordinates",
+    )
+    result.check(worker.log_count("dead_letter_retry") == 0, "a dead letter send was retried")
+    result.recovery_s = round(settled, 1) if settled is not None else None
+    result.figures.update(
+        oversized=sizes.oversize_records,
+        largest_source_record_bytes=max(len(k) + len(v) for k, v, _ in records),
+        largest_dlq_record_bytes=biggest,
+        key_dropped=sum(1 for _, h in dlq if h.get("key_dropped") == b"true"),
+        truncated=sum(1 for _, h in dlq if h.get("truncated") == b"true"),
+        metadata_only=sum(1 for _, h in dlq if h.get("metadata_only") == b"true"),
+    )
+    return result
+
+
+# -- 12. a pending text the model refuses ------------------------------------------------------
+
+_REJECT_MARKER = "fixture-reject-me"
+"""The fixture model's test-only trigger (tests/fixtures/model_repository/moderation/1)."""
+
+
+def _free_ports(count: int) -> tuple[int, ...]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return tuple(int(sock.getsockname()[1]) for sock in sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+async def _refused_rows(env: ChaosEnv, topics: Topics) -> dict[str, int]:
+    import asyncpg
+
+    conn = await asyncpg.connect(env.dsn)
+    try:
+        row = await conn.fetchrow(
+            "SELECT (SELECT count(*) FROM rescore_rejections WHERE source_topic = $1) AS refused,"
+            " (SELECT count(*) FROM verdicts v JOIN rescore_rejections r USING "
+            "   (source_topic, source_partition, source_offset) WHERE v.source_topic = $1 "
+            "   AND v.decided_by = 'pending_model' AND v.message_id LIKE 'refuse-%') AS kept,"
+            " (SELECT count(*) FROM pending_texts WHERE source_topic = $1) AS texts,"
+            " (SELECT count(*) FROM verdicts WHERE source_topic = $1 "
+            "   AND decided_by = 'model') AS by_model",
+            topics.input_topic,
+        )
+    finally:
+        await conn.close()
+    assert row is not None
+    return {k: int(row[k]) for k in ("refused", "kept", "texts", "by_model")}
+
+
+async def model_refuses_text(env: ChaosEnv, sizes: Sizes, rng: random.Random) -> ScenarioResult:
+    result = ScenarioResult(12, "a pending text the model refuses (INVALID_ARGUMENT)")
+    topics = await env.new_topics("refuse")
+    ledger = Ledger()
+    every = max(1, sizes.rescore_messages // sizes.rejected_texts)
+    records = [
+        good_record("refuse", i, rng, f"hello {_REJECT_MARKER} {i}")
+        if i % every == every // 2
+        else good_record("plain", i, rng)
+        for i in range(sizes.rescore_messages)
+    ]
+    refused = sum(1 for _, v, _ in records if _REJECT_MARKER.encode() in v)
+    repository = project_root() / "tests/fixtures/model_repository"
+    state = env.run_dir / f"{topics.group_id}.triton"
+    http, grpc, metrics = _free_ports(3)
+    with private_triton(repository, state, (http, grpc, metrics)) as server:
+        await env.produce(topics, ledger, records)
+        worker = env.worker(topics, "w0", extra_env={"MODSTREAM_TRITON__GRPC_URL": server.endpoint})
+        worker.start()
+        settled = await _finish(env, topics, ledger, result, [worker], sizes.settle_timeout_s)
+    rows = await _refused_rows(env, topics)
+    result.check(rows["refused"] == refused, f"{rows['refused']} of {refused} set aside")
+    result.check(rows["kept"] == refused, f"rules-only verdicts kept: {rows['kept']}/{refused}")
+    result.check(rows["texts"] == 0, f"{rows['texts']} pending texts left")
+    result.check(worker.log_count("rescore_rejected") > 0, "no rescore_rejected logged")
+    result.recovery_s = round(settled, 1) if settled is not None else None
+    result.figures.update(
+        refused_texts=refused,
+        set_aside=rows["refused"],
+        rescored_or_scored_by_model=rows["by_model"],
+    )
+    return result
+
+
 Scenario = Callable[[ChaosEnv, Sizes, random.Random], Awaitable[ScenarioResult]]
 
 SCENARIOS: dict[int, Scenario] = {
@@ -610,4 +919,9 @@ SCENARIOS: dict[int, Scenario] = {
     5: scale_workers,
     6: bad_input,
     7: rules_reload,
+    8: sigterm_while_down,
+    9: client_side_pg_error,
+    10: rules_not_utf8,
+    11: oversized_dead_letter,
+    12: model_refuses_text,
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +14,7 @@ import pytest
 
 from review.api import create_app
 from review.auth import create_user
-from review.errors import ClaimLimitError, ItemClaimedError
+from review.errors import ClaimLimitError, ItemClaimedError, PublishRefusedError
 from review.queue import ReviewQueue
 from review.schemas import QueueFilter, Role, User
 from review.settings import ReviewServiceSettings, ReviewSettings
@@ -610,3 +610,80 @@ async def test_disabled_users_lose_token_and_sessions(
     assert (await client.get("/api/me", headers=_auth(token))).status_code == 401
     assert await pool.fetchval("SELECT count(*) FROM review_sessions") == 0
     assert (await client.get("/console/queue")).status_code == 303
+
+
+class _RefusingPublisher(MemoryPublisher):
+    """Refuses, as Kafka does a record over its size limit, every decision naming "refuse-me"."""
+
+    async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
+        if any(b"refuse-me" in value for _, value in records):
+            raise PublishRefusedError("kafka refused the decision: MessageSizeTooLargeError")
+        await super().publish(topic, records)
+
+
+async def _decide(
+    http: httpx.AsyncClient, headers: dict[str, str], item_id: str, reason: str
+) -> Any:
+    assert (await http.post(f"/api/items/{item_id}/claim", headers=headers)).status_code == 200
+    response = await http.post(
+        f"/api/items/{item_id}/decide", headers=headers, json={"action": "warn", "reason": reason}
+    )
+    assert response.status_code == 200
+    return response.json()
+
+
+def _metric(text: str, name: str) -> float:
+    (line,) = [x for x in text.splitlines() if x.startswith(name + " ")]
+    return float(line.split()[1])
+
+
+async def test_one_refused_decision_is_set_aside_and_the_rest_flow(
+    pool: asyncpg.Pool[Any], db_settings: ReviewServiceSettings
+) -> None:
+    """A decision Kafka refuses does not wedge later ones; after the attempt limit it is marked
+    failed with the reason (kept for an admin) and /metrics shows the alert."""
+    review = db_settings.review.model_copy(
+        update={"publish_max_attempts": 3, "publish_retry_s": 3600.0}
+    )
+    settings = db_settings.model_copy(update={"review": review})
+    publisher = _RefusingPublisher()
+    app = create_app(settings, pool=pool, publisher=publisher)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://r.test") as http,
+    ):
+        headers = _auth(await _token(pool, "fred"))
+        refused = await _decide(http, headers, await seed(pool), "refuse-me")
+        later = [await _decide(http, headers, await seed(pool), f"ok {i}") for i in range(2)]
+        assert refused["published"] is False
+        assert [d["published"] for d in later] == [True, True]
+        assert len(publisher.records) == 2
+        relay = app.state.review.relay
+        for _ in range(3):
+            await relay.flush()
+        row = await pool.fetchrow(
+            "SELECT published_at, failed_at, failure_reason, attempts FROM review_decision_outbox "
+            "WHERE decision_id = $1",
+            refused["decision_id"],
+        )
+        assert row is not None
+        assert row["published_at"] is None
+        assert row["failed_at"] is not None
+        assert row["attempts"] == 3
+        assert "MessageSizeTooLargeError" in row["failure_reason"]
+        metrics = (await http.get("/metrics")).text
+        assert _metric(metrics, "modstream_review_decisions_failed_total") == 1.0
+        assert _metric(metrics, "modstream_review_failed_decisions") == 1.0
+        assert _metric(metrics, "modstream_review_oldest_unpublished_decision_age_seconds") == 0.0
+
+
+async def test_metrics_show_the_age_of_the_oldest_unpublished_decision(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any], publisher: MemoryPublisher
+) -> None:
+    """While Kafka is away the oldest unpublished decision's age grows on /metrics."""
+    publisher.failing = True
+    await _decide(client, _auth(await _token(pool, "gina")), await seed(pool), "rude")
+    await asyncio.sleep(1.1)
+    metrics = (await client.get("/metrics")).text
+    assert _metric(metrics, "modstream_review_oldest_unpublished_decision_age_seconds") >= 1.0
+    assert _metric(metrics, "modstream_review_failed_decisions") == 0.0

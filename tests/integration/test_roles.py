@@ -40,7 +40,7 @@ from review.settings import ReviewSettings
 from tests.support import MemoryPublisher, temporary_database
 from worker.stores.database import Database
 from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import PendingText, PendingTextStore
+from worker.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
 from worker.stores.review_items import Escalation
 from worker.stores.strikes import StrikeStore
 from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
@@ -132,6 +132,7 @@ async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
     now = datetime.now(UTC)
     pending = _verdict(1, now, DecidedBy.PENDING_MODEL)
     decided = _verdict(2, now, DecidedBy.MODEL)
+    refused = _verdict(5, now, DecidedBy.PENDING_MODEL)
     async with Database(settings) as database:
         batches = VerdictBatchStore(database, "roles-group")
         outbox = VerdictOutboxStore(database)
@@ -139,30 +140,38 @@ async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
         await ensure_verdict_partitions(database)
         await batches.write(
             VerdictBatch(
-                verdicts=[pending, decided],
+                verdicts=[pending, decided, refused],
                 escalations=[Escalation(decided, "text for a moderator")],
                 dead_letters=[DeadLetter(SourcePosition("roles.chat", 0, 3), "bad", "bad", 9)],
                 offsets={("roles.chat", 0): 4},
-                pending_texts=[PendingText(pending.position, pending.sent_at, "pending text")],
+                pending_texts=[
+                    PendingText(pending.position, pending.sent_at, "pending text"),
+                    PendingText(refused.position, refused.sent_at, "refused text"),
+                ],
             )
         )
         assert await batches.stored_offsets("roles.chat", [0]) == {0: 4}
         await outbox.mark_published([(decided.position, decided.sent_at)])
         rows = await pending_store.pending_model_rows(10)
-        assert [r.facts.position for r in rows] == [pending.position]
+        assert {r.facts.position for r in rows} == {pending.position, refused.position}
         rescored = _verdict(1, now, DecidedBy.MODEL)
         updated = await pending_store.apply_rescore(
-            [rescored], [Escalation(rescored, "pending text")], [pending.position]
+            [rescored],
+            [Escalation(rescored, "pending text")],
+            [pending.position],
+            [RescoreRejection(refused.position, refused.sent_at, "triton INVALID_ARGUMENT")],
         )
         assert updated == {pending.position}
         assert await pending_store.drop_orphan_texts() == 0
         unpublished = await outbox.unpublished(0.0, 10)
-        assert [r["source_offset"] for r in unpublished] == [1]
+        assert sorted(r["source_offset"] for r in unpublished) == [1, 5]
         assert await StrikeStore(database).sender_strikes(["u-roles"]) == {"u-roles": 0}
     admin = await asyncpg.connect(logins.admin)
     try:
         assert await admin.fetchval("SELECT count(*) FROM review_items") == 2
         assert await admin.fetchval("SELECT count(*) FROM dead_letters") == 1
+        assert await admin.fetchval("SELECT count(*) FROM rescore_rejections") == 1
+        assert await admin.fetchval("SELECT count(*) FROM pending_texts") == 0
     finally:
         await admin.close()
 

@@ -1,14 +1,31 @@
-"""The worker's PostgreSQL connection pool, and the errors every store raises."""
+"""The worker's PostgreSQL connection pool, and the errors every store raises.
+
+Driver errors are classified by type (:func:`store_failure`): those that mean "Postgres is away"
+become :class:`StoreUnavailable` (retried until it returns); everything Postgres or the driver
+refuses about the data itself becomes a plain :class:`StoreError` (the batch is isolated, never
+retried forever). asyncpg raises some refusals on the client side, before anything reaches the
+server, as subclasses of its ``InterfaceError`` (which otherwise means a lost connection): those
+are listed in :data:`CLIENT_REJECTED_ERRORS` and checked first.
+"""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
 import asyncpg
+from asyncpg.exceptions import _base as asyncpg_base
 
 from common.settings import PostgresSettings
 
-__all__ = ["UNAVAILABLE_ERRORS", "Database", "StoreError", "StoreUnavailable"]
+__all__ = [
+    "CLIENT_REJECTED_ERRORS",
+    "STORE_DRIVER_ERRORS",
+    "UNAVAILABLE_ERRORS",
+    "Database",
+    "StoreError",
+    "StoreUnavailable",
+    "store_failure",
+]
 
 
 class StoreError(Exception):
@@ -32,8 +49,40 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.exceptions.TooManyConnectionsError,
     asyncpg.exceptions.AdminShutdownError,
     asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.InternalClientError,
 )
-"""Driver errors that mean "Postgres is away": stores turn them into ``StoreUnavailable``."""
+"""Driver errors that mean "Postgres is away": stores turn them into ``StoreUnavailable``
+(except the client-side rejections among their subclasses, see ``CLIENT_REJECTED_ERRORS``).
+``InternalClientError`` is here because the server going away mid-operation can leave the
+protocol's state machine refusing the next step; a fresh connection works."""
+
+CLIENT_REJECTED_ERRORS: tuple[type[BaseException], ...] = (
+    asyncpg_base.DataError,
+    asyncpg_base.ClientConfigurationError,
+    asyncpg_base.UnsupportedClientFeatureError,
+    asyncpg_base.UnsupportedServerFeatureError,
+    asyncpg.exceptions.DataError,
+)
+"""Refusals raised by the driver itself about a value or a feature: retrying the same write
+gives the same answer, so they are rejections even where they subclass ``InterfaceError``."""
+
+STORE_DRIVER_ERRORS: tuple[type[BaseException], ...] = (*UNAVAILABLE_ERRORS, asyncpg.PostgresError)
+"""Everything a store write catches and hands to :func:`store_failure`."""
+
+
+def store_failure(exc: BaseException, action: str) -> StoreError:
+    """Classify a driver error by its type: an outage (retry) or a rejection (isolate).
+
+    The message names the action and the error's type or SQLSTATE only: the driver's own text
+    can quote the offending value, which may be message text.
+    """
+    if isinstance(exc, CLIENT_REJECTED_ERRORS):
+        return StoreError(f"{action} rejected: {type(exc).__name__}")
+    if isinstance(exc, UNAVAILABLE_ERRORS):
+        return StoreUnavailable(f"{action} failed: {type(exc).__name__}")
+    if isinstance(exc, asyncpg.PostgresError):
+        return StoreError(f"{action} rejected: {exc.sqlstate}")
+    return StoreError(f"{action} rejected: {type(exc).__name__}")
 
 
 class Database:

@@ -3,7 +3,9 @@
 A verdict decided without the model stores its text in ``pending_texts`` in the batch's own
 transaction (``INSERT_PENDING_TEXTS``). Re-scoring reads them back with their verdicts
 (``PendingTextStore.pending_model_rows``), then updates the verdicts in place, adds their
-escalations and forgets the texts in one transaction (``apply_rescore``).
+escalations and forgets the texts in one transaction (``apply_rescore``). A row whose text the
+model refuses is recorded in ``rescore_rejections`` (a :class:`RescoreRejection`) in that same
+transaction and its text forgotten: its rules-only verdict stays and it is not re-scored again.
 """
 
 from __future__ import annotations
@@ -13,14 +15,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import asyncpg
 import orjson
 
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts
 from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreError, StoreUnavailable
+from worker.stores.database import (
+    STORE_DRIVER_ERRORS,
+    UNAVAILABLE_ERRORS,
+    Database,
+    StoreUnavailable,
+    store_failure,
+)
 from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 
 __all__ = [
@@ -28,6 +35,7 @@ __all__ = [
     "PendingRow",
     "PendingText",
     "PendingTextStore",
+    "RescoreRejection",
     "pending_text_arrays",
 ]
 
@@ -49,6 +57,16 @@ class PendingRow:
     rule_hits: list[dict[str, Any]]
     queue_ms: float
     text: str
+
+
+@dataclass(frozen=True, slots=True)
+class RescoreRejection:
+    """A pending verdict the model refused to score: kept rules-only, never re-scored."""
+
+    position: SourcePosition
+    sent_at: datetime
+    reason: str
+    """Why, without message text (e.g. the Triton status)."""
 
 
 INSERT_PENDING_TEXTS = """
@@ -106,6 +124,12 @@ WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.
 RETURNING v.source_topic, v.source_partition, v.source_offset
 """
 
+_INSERT_REJECTIONS = """
+INSERT INTO rescore_rejections (source_topic, source_partition, source_offset, sent_at, reason)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[])
+ON CONFLICT DO NOTHING
+"""
+
 _DELETE_PENDING_TEXTS = """
 DELETE FROM pending_texts t
 USING unnest($1::text[], $2::int[], $3::bigint[]) AS x(tp, p, o)
@@ -154,9 +178,11 @@ class PendingTextStore:
         verdicts: Sequence[Verdict],
         escalations: Sequence[Escalation],
         done: Sequence[SourcePosition],
+        rejected: Sequence[RescoreRejection] = (),
     ) -> set[SourcePosition]:
-        """Update re-scored verdicts in place (only rows still pending), add their escalations
-        and forget the texts of ``done``, in one transaction; returns the rows updated."""
+        """Update re-scored verdicts in place (only rows still pending), add their escalations,
+        record the ``rejected`` rows and forget the texts of ``done`` and ``rejected``, in one
+        transaction; returns the rows updated."""
         pool = self._database.pool()
         try:
             async with pool.acquire() as conn, conn.transaction():
@@ -167,12 +193,21 @@ class PendingTextStore:
                 fresh = [e for e in escalations if e.verdict.position in updated]
                 if fresh:
                     await conn.execute(INSERT_REVIEW_ITEMS, *review_item_arrays(fresh))
-                if done:
-                    await conn.execute(_DELETE_PENDING_TEXTS, *position_arrays(done))
-        except UNAVAILABLE_ERRORS as exc:
-            raise StoreUnavailable(f"rescore write failed: {type(exc).__name__}") from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreError(f"rescore write rejected: {exc.sqlstate}") from exc
+                if rejected:
+                    topics, partitions, offsets = position_arrays(r.position for r in rejected)
+                    await conn.execute(
+                        _INSERT_REJECTIONS,
+                        topics,
+                        partitions,
+                        offsets,
+                        [r.sent_at for r in rejected],
+                        [r.reason for r in rejected],
+                    )
+                forget = [*done, *(r.position for r in rejected)]
+                if forget:
+                    await conn.execute(_DELETE_PENDING_TEXTS, *position_arrays(forget))
+        except STORE_DRIVER_ERRORS as exc:
+            raise store_failure(exc, "rescore write") from exc
         return updated
 
     async def drop_orphan_texts(self) -> int:

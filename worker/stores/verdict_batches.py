@@ -10,13 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import asyncpg
-
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
 from worker.offsets import PartitionKey
 from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreError, StoreUnavailable
+from worker.stores.database import (
+    STORE_DRIVER_ERRORS,
+    UNAVAILABLE_ERRORS,
+    Database,
+    StoreUnavailable,
+    store_failure,
+)
 from worker.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
 from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 
@@ -91,7 +95,8 @@ class VerdictBatchStore:
         self._group = consumer_group
 
     async def write(self, batch: VerdictBatch) -> None:
-        """Store the whole batch atomically; raise ``StoreUnavailable`` to be retried."""
+        """Store the whole batch atomically; raise ``StoreUnavailable`` to be retried, or
+        ``StoreError`` when Postgres or the driver refuses the data (not worth retrying)."""
         pool = self._database.pool()
         try:
             async with pool.acquire() as conn, conn.transaction():
@@ -121,10 +126,8 @@ class VerdictBatchStore:
                         [k[1] for k in keys],
                         [batch.offsets[k] for k in keys],
                     )
-        except UNAVAILABLE_ERRORS as exc:
-            raise StoreUnavailable(f"write failed: {type(exc).__name__}") from exc
-        except asyncpg.PostgresError as exc:
-            raise StoreError(f"write rejected: {exc.sqlstate}") from exc
+        except STORE_DRIVER_ERRORS as exc:
+            raise store_failure(exc, "write") from exc
 
     async def stored_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
         """Next offset to read for each partition that has one stored."""

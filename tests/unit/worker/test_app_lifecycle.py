@@ -122,6 +122,13 @@ class FakeBackground:
         await done.wait()
 
 
+class StuckBackground:
+    """An outbox relay caught in a publish to a broker that is down: never looks at ``done``."""
+
+    async def run(self, done: asyncio.Event, *_: object) -> None:
+        await asyncio.Event().wait()
+
+
 class FakeSource:
     """Hands out the records in fetches of ``chunk``; records every commit."""
 
@@ -474,6 +481,87 @@ async def test_shutdown_is_bounded_when_the_broker_does_not_answer(
     timed_out = {e["step"] for e in logs if e["event"] == "shutdown_step_timed_out"}
     assert timed_out == {"kafka_commit", "kafka_consumer", "kafka_producer"}
     assert took < 0.2 + 5.0
+
+
+async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch blocked on something that ignores ``give_up`` (a verdict publish waiting for a
+    broker that is down) is cancelled shortly after the deadline; ``run`` ends normally soon
+    after ``drain_timeout_s`` and nothing of the blocked batch is committed."""
+
+    def block_forever(processor: FakeProcessor) -> None:
+        processor.gate = asyncio.Event()  # never set
+
+    rig = Rig(_records(10), configure=block_forever)
+    _install(monkeypatch, rig)
+    worker = Worker(_settings(drain_timeout_s=0.2))
+    stop = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run(stop))
+        await _wait_for(lambda: rig.processor is not None and rig.processor.active == 1)
+        stop.set()
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 10)
+        took = asyncio.get_running_loop().time() - started
+    assert took < 0.2 + 2.0
+    assert rig.processor is not None
+    assert rig.processor.active == 0
+    assert rig.processor.durable == []
+    assert rig.source is not None
+    assert rig.source.commits[-1] == {(_TOPIC, 0): 0}
+    assert any(e["event"] == "blocked_batches_cancelled" for e in logs)
+    assert not [e for e in logs if e["event"].endswith("_failed")]
+
+
+async def test_a_background_task_stuck_on_the_broker_does_not_hold_the_exit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The outbox relay blocked in a publish while the broker is down is cancelled once the
+    pipeline is done; ``run`` ends normally within a second or so of ``stop``."""
+    rig = Rig(_records(10))
+    _install(monkeypatch, rig)
+    monkeypatch.setattr(app_module, "VerdictOutbox", lambda *_a, **_k: StuckBackground())
+    worker = Worker(_settings(drain_timeout_s=0.2))
+    stop = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run(stop))
+        await _wait_for(lambda: rig.source is not None and rig.source.exhausted)
+        stop.set()
+        started = asyncio.get_running_loop().time()
+        await asyncio.wait_for(task, 10)
+        took = asyncio.get_running_loop().time() - started
+    assert took < 2.0
+    assert any(e["event"] == "background_tasks_cancelled" for e in logs)
+    assert rig.source is not None
+    assert rig.source.committed_all
+
+
+async def test_a_stop_step_raising_cancelled_error_itself_does_not_abort_shutdown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """aiokafka's consumer stop can raise CancelledError from its own cancelled fetch task while
+    the broker is down; that step is logged as failed and the other components still stop."""
+
+    async def cancelled_inside() -> None:
+        inner = asyncio.ensure_future(asyncio.Event().wait())
+        inner.cancel()
+        await inner
+
+    rig = Rig(_records(10))
+    _install(monkeypatch, rig)
+    worker = Worker(_settings(drain_timeout_s=0.2))
+    stop = asyncio.Event()
+    with capture_logs() as logs:
+        task = asyncio.create_task(worker.run(stop))
+        await _wait_for(lambda: rig.source is not None and rig.source.exhausted)
+        assert rig.source is not None
+        rig.source.on_stop = cancelled_inside
+        stop.set()
+        await asyncio.wait_for(task, 10)
+    failed = [e for e in logs if e["event"] == "shutdown_step_failed"]
+    assert [(e["step"], e["error_type"]) for e in failed] == [("kafka_consumer", "CancelledError")]
+    assert rig.inference.stopped
 
 
 async def test_a_failing_dispatcher_loop_is_reported_by_its_task_name(

@@ -14,9 +14,9 @@ from pipelines.rule_hits import RuleAction, RuleHit, Severity
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
 from pipelines.verdict_factory import MessageFacts
-from worker.inference import InferenceResult, InferenceUnavailable
+from worker.inference import InferenceRejected, InferenceResult, InferenceUnavailable
 from worker.rescore import Rescorer
-from worker.stores.pending_texts import PendingRow
+from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -43,15 +43,24 @@ def _pending(offset: int, hits: list[dict[str, object]] | None = None) -> Pendin
 
 
 class FakeInference:
-    def __init__(self, scores: list[ModelScores] | None = None, *, down: bool = False) -> None:
+    def __init__(
+        self,
+        scores: list[ModelScores] | None = None,
+        *,
+        down: bool = False,
+        refuses: frozenset[str] = frozenset(),
+    ) -> None:
         self.scores = scores
         self.down = down
+        self.refuses = refuses
         self.calls: list[list[str]] = []
 
     async def infer(self, texts: Sequence[str]) -> InferenceResult:
         self.calls.append(list(texts))
         if self.down:
             raise InferenceUnavailable("down")
+        if self.refuses & set(texts):
+            raise InferenceRejected("triton StatusCode.INVALID_ARGUMENT: the model said why")
         scores = self.scores or [CALM] * len(texts)
         return InferenceResult(scores[: len(texts)], "moderation", "3", 5.0)
 
@@ -63,6 +72,7 @@ class FakeStore:
         self.applied: list[Verdict] = []
         self.escalations: list[Escalation] = []
         self.marked: list[SourcePosition] = []
+        self.rejected: list[RescoreRejection] = []
         self.orphans_dropped = 0
 
     async def pending_model_rows(
@@ -75,11 +85,13 @@ class FakeStore:
         verdicts: Sequence[Verdict],
         escalations: Sequence[Escalation],
         done: Sequence[SourcePosition],
+        rejected: Sequence[RescoreRejection] = (),
     ) -> set[SourcePosition]:
+        self.rejected.extend(rejected)
         updated = {v.position for v in verdicts if v.position.offset not in self.already_done}
         self.applied.extend(v for v in verdicts if v.position in updated)
         self.escalations.extend(escalations)
-        gone = set(done)
+        gone = set(done) | {r.position for r in rejected}
         self.rows = [r for r in self.rows if r.facts.position not in gone]
         return updated
 
@@ -99,7 +111,9 @@ class FakePublisher:
         self.sent.extend(v for _, v in records)
 
 
-def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublisher) -> Rescorer:
+def _rescorer(
+    store: FakeStore, inference: FakeInference, publisher: FakePublisher, batch_items: int = 2
+) -> Rescorer:
     return Rescorer(
         inference=inference,
         store=store,
@@ -107,7 +121,7 @@ def _rescorer(store: FakeStore, inference: FakeInference, publisher: FakePublish
         publisher=publisher,
         thresholds=PolicyThresholds(),
         verdict_topic="moderation.verdicts",
-        batch_items=2,
+        batch_items=batch_items,
     )
 
 
@@ -154,3 +168,37 @@ async def test_model_down_changes_nothing() -> None:
         await _rescorer(store, FakeInference(down=True), FakePublisher()).rescore_once()
     assert store.applied == []
     assert len(store.rows) == 1
+
+
+async def test_a_text_the_model_rejects_is_set_aside_and_the_rest_are_rescored() -> None:
+    """INVALID_ARGUMENT on one text: that row is recorded as not re-scorable (its text dropped,
+    its rules-only verdict kept) and every other row of the page and after it is re-scored."""
+    store = FakeStore([_pending(i) for i in range(7)])
+    inference = FakeInference(refuses=frozenset({"text 2"}))
+    publisher = FakePublisher()
+    assert await _rescorer(store, inference, publisher, batch_items=4).rescore_all() == 6
+    assert sorted(v.position.offset for v in store.applied) == [0, 1, 3, 4, 5, 6]
+    (rejection,) = store.rejected
+    assert rejection.position.offset == 2
+    assert rejection.reason == "triton StatusCode.INVALID_ARGUMENT"  # never the model's text
+    assert store.rows == []
+    assert sorted(orjson.loads(v)["source_offset"] for v in publisher.sent) == [0, 1, 3, 4, 5, 6]
+
+
+async def test_model_down_while_isolating_a_rejection_changes_nothing() -> None:
+    """If the model goes away while a rejected page is split, nothing is applied or dropped."""
+
+    class _Flaky(FakeInference):
+        async def infer(self, texts: Sequence[str]) -> InferenceResult:
+            if len(self.calls) >= 1:
+                self.down = True
+            return await super().infer(texts)
+
+    store = FakeStore([_pending(i) for i in range(4)])
+    with pytest.raises(InferenceUnavailable):
+        await _rescorer(
+            store, _Flaky(refuses=frozenset({"text 1"})), FakePublisher(), 4
+        ).rescore_once()
+    assert store.applied == []
+    assert store.rejected == []
+    assert len(store.rows) == 4
