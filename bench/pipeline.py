@@ -96,7 +96,7 @@ def chat_records(count: int, seed: int, prefix: str) -> list[SampleRecord]:
     return out
 
 
-async def _create_topic(kafka: KafkaSettings, topic: str) -> None:
+async def create_topic(kafka: KafkaSettings, topic: str) -> None:
     admin = AIOKafkaAdminClient(**kafka_client_kwargs(kafka))
     await admin.start()
     try:
@@ -190,7 +190,7 @@ async def run_e2e(
     *,
     env: dict[str, str] | None = None,
 ) -> E2E:
-    await _create_topic(settings.kafka, topic)
+    await create_topic(settings.kafka, topic)
     await produce(settings.kafka, topic, records)
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
@@ -231,7 +231,7 @@ async def run_latency(
     settings: WorkerSettings, records: list[SampleRecord], topic: str, rate: float
 ) -> tuple[float, float]:
     """p50 and p99 (ms) of produce-to-verdict with ``records`` offered at ``rate`` msgs/s."""
-    await _create_topic(settings.kafka, topic)
+    await create_topic(settings.kafka, topic)
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
         async with bench_worker(topic) as worker:
