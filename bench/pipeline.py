@@ -46,6 +46,7 @@ import asyncpg
 import orjson
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.errors import KafkaConnectionError
 
 from bench.pipeline_figures import (
     NAN,
@@ -74,6 +75,7 @@ _PARTITIONS = 4
 _BENCH_HTTP_PORT = 18089
 _LATENCY_METRIC = "modstream_produce_to_verdict_seconds"
 _POLL_S = 0.05
+_BROKER_WAIT_S = 300.0
 
 
 def chat_records(count: int, seed: int, prefix: str) -> list[SampleRecord]:
@@ -97,12 +99,25 @@ def chat_records(count: int, seed: int, prefix: str) -> list[SampleRecord]:
 
 
 async def create_topic(kafka: KafkaSettings, topic: str) -> None:
-    admin = AIOKafkaAdminClient(**kafka_client_kwargs(kafka))
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, _PARTITIONS, 1)])
-    finally:
-        await admin.close()
+    """Create ``topic`` with four partitions, waiting up to ``_BROKER_WAIT_S`` for a broker
+    that is restarting (on a shared machine other test suites stop and start it)."""
+    deadline = time.monotonic() + _BROKER_WAIT_S
+    while True:
+        admin = AIOKafkaAdminClient(**kafka_client_kwargs(kafka))
+        try:
+            await admin.start()
+        except KafkaConnectionError:
+            await admin.close()
+            if time.monotonic() > deadline:
+                raise
+            print("bench: Kafka unreachable, waiting", file=sys.stderr)
+            await asyncio.sleep(2.0)
+            continue
+        try:
+            await admin.create_topics([NewTopic(topic, _PARTITIONS, 1)])
+        finally:
+            await admin.close()
+        return
 
 
 def _ready(url: str) -> bool:
