@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import re
 import time
@@ -26,7 +25,7 @@ import asyncpg
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError
 
-from bench.pipeline import bench_worker, chat_records, create_topic, run_e2e, wait_for_verdicts
+from bench.pipeline import bench_worker, chat_records, create_topic, run_e2e
 from bench.process_stats import sample
 from bench.soak_figures import SoakFigures, slope_per_hour, soak_line
 from common.kafka_client import kafka_client_kwargs
@@ -37,13 +36,35 @@ __all__ = ["main"]
 _MB = 1024 * 1024
 _SOAK_HTTP_PORT = 18091
 _CHUNK_S = 10.0
+_DRAIN_S = 180.0
 _TASKS = re.compile(r"^modstream_open_tasks (\S+)$", re.MULTILINE)
 
 
+async def _count_verdicts(dsn: str, topic: str) -> int:
+    """Verdict rows of ``topic``, on a fresh connection (a neighbour's test may restart
+    Postgres during a long soak); -1 when Postgres cannot answer now."""
+    try:
+        conn = await asyncpg.connect(dsn, timeout=10)
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+        return -1
+    try:
+        return int(
+            await conn.fetchval("SELECT count(*) FROM verdicts WHERE source_topic = $1", topic)
+        )
+    except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+        return -1
+    finally:
+        await conn.close()
+
+
 def _open_tasks(port: int) -> int:
+    """The worker's ``modstream_open_tasks`` gauge; -1 when it cannot be read now."""
     url = f"http://127.0.0.1:{port}/metrics"
-    with urllib.request.urlopen(url, timeout=5) as response:
-        match = _TASKS.search(bytes(response.read()).decode())
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            match = _TASKS.search(bytes(response.read()).decode())
+    except OSError:
+        return -1
     return int(float(match.group(1))) if match else -1
 
 
@@ -112,7 +133,7 @@ async def main(args: argparse.Namespace) -> None:
         print(f"capacity {probe.msgs_per_s:.0f} msgs/s (5000 messages); soaking at {rate:.0f}")
     topic = f"soak.{run}.chat"
     await create_topic(settings.kafka, topic)
-    conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
+    dsn = settings.postgres.dsn.get_secret_value()
     rss: list[tuple[float, float]] = []
     fds: list[int] = []
     tasks: list[int] = []
@@ -135,9 +156,7 @@ async def main(args: argparse.Namespace) -> None:
                     continue
                 reading = sample(pid)
                 open_tasks = await asyncio.to_thread(_open_tasks, _SOAK_HTTP_PORT)
-                done = await conn.fetchval(
-                    "SELECT count(*) FROM verdicts WHERE source_topic = $1", topic
-                )
+                done = await _count_verdicts(dsn, topic)
                 elapsed = time.monotonic() - started
                 rss.append((elapsed, reading.rss_bytes / _MB))
                 fds.append(reading.open_fds)
@@ -151,15 +170,15 @@ async def main(args: argparse.Namespace) -> None:
                 next_sample += args.every_s
             stop.set()
             await feeding
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(120):
-                    await wait_for_verdicts(conn, topic, producer.acked, [worker])
-            verdicts = await conn.fetchval(
-                "SELECT count(*) FROM verdicts WHERE source_topic = $1", topic
-            )
+            verdicts = -1
+            drain_deadline = time.monotonic() + _DRAIN_S
+            while time.monotonic() < drain_deadline:
+                verdicts = await _count_verdicts(dsn, topic)
+                if verdicts >= producer.acked:
+                    break
+                await asyncio.sleep(1.0)
     finally:
         stop.set()
-        await conn.close()
     if not rss:
         raise SystemExit("soak: no sample taken (is --minutes longer than --warmup-s?)")
     print(
