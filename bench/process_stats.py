@@ -1,4 +1,5 @@
-"""What a running process costs, read from ``/proc``: CPU seconds, resident memory, open files.
+"""What a running process costs, read from ``/proc``: CPU seconds, resident memory, open files;
+and how busy the whole machine was between two readings of ``/proc/stat``.
 
 The benchmarks compare the worker's CPU per message and watch its memory and descriptors over a
 soak; the shared machine is too noisy for wall time alone, CPU time is not.
@@ -10,7 +11,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ProcessSample", "cpu_seconds_from_stat", "rss_bytes_from_status", "sample"]
+__all__ = [
+    "ProcessSample",
+    "busy_fraction",
+    "cpu_seconds_from_stat",
+    "machine_ticks",
+    "machine_ticks_from_stat",
+    "rss_bytes_from_status",
+    "sample",
+]
 
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _UTIME_FIELD = 13  # 0-based index of utime among /proc/PID/stat's fields (stime follows)
@@ -55,3 +64,27 @@ def sample(pid: int) -> ProcessSample:
         rss_bytes=rss_bytes_from_status((proc / "status").read_text()),
         open_fds=len(os.listdir(proc / "fd")),
     )
+
+
+_IDLE_FIELDS = (3, 4)  # idle and iowait among the "cpu" line's counters
+
+
+def machine_ticks_from_stat(stat: str) -> tuple[int, int]:
+    """``(busy, total)`` CPU ticks of all cores from the text of ``/proc/stat``."""
+    for line in stat.splitlines():
+        if line.startswith("cpu "):
+            counters = [int(x) for x in line.split()[1:9]]  # up to steal; guest is in user
+            idle = sum(counters[i] for i in _IDLE_FIELDS)
+            return sum(counters) - idle, sum(counters)
+    raise ValueError("no aggregate cpu line")
+
+
+def machine_ticks() -> tuple[int, int]:
+    """``(busy, total)`` CPU ticks of the machine now."""
+    return machine_ticks_from_stat(Path("/proc/stat").read_text())
+
+
+def busy_fraction(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of CPU time the machine was busy between two ``machine_ticks`` readings."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else float("nan")
