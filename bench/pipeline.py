@@ -52,6 +52,7 @@ from bench.pipeline_figures import (
     NAN,
     PipelineFigures,
     histogram_buckets,
+    histogram_mean,
     histogram_quantile,
     ratio,
     summary_line,
@@ -130,10 +131,21 @@ def _ready(url: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class E2E:
-    """An end-to-end run: throughput and the worker's CPU per message."""
+    """An end-to-end run: throughput, the worker's CPU per message, and where its batches
+    spent their time (means from the worker's own histograms)."""
 
     msgs_per_s: float
     cpu_us_per_msg: float
+    batch_items: float = NAN
+    inference_ms: float = NAN
+    sink_ms: float = NAN
+
+    def describe(self) -> str:
+        return (
+            f"{self.msgs_per_s:9.1f} msgs/s, worker CPU {self.cpu_us_per_msg:.0f} us/msg; "
+            f"per batch: {self.batch_items:.0f} items, inference {self.inference_ms:.1f} ms, "
+            f"Postgres {self.sink_ms:.1f} ms"
+        )
 
 
 @dataclass(slots=True)
@@ -216,9 +228,17 @@ async def run_e2e(
             await wait_for_verdicts(conn, topic, len(records), [worker])
             elapsed = time.perf_counter() - started
             cpu = sample(pid).cpu_s - cpu_before
+            url = f"http://127.0.0.1:{worker.http_port}/metrics"
+            exposition = await asyncio.to_thread(_get, url)
     finally:
         await conn.close()
-    return E2E(len(records) / elapsed, cpu / len(records) * 1e6)
+    return E2E(
+        len(records) / elapsed,
+        cpu / len(records) * 1e6,
+        batch_items=histogram_mean(exposition, "modstream_batch_size_items"),
+        inference_ms=histogram_mean(exposition, "modstream_inference_seconds") * 1000.0,
+        sink_ms=histogram_mean(exposition, "modstream_sink_seconds") * 1000.0,
+    )
 
 
 async def produce_at_rate(
@@ -368,10 +388,7 @@ async def main(args: argparse.Namespace) -> None:
     )
     print("-- fixture model (the stack's Triton)")
     e2e = await run_e2e(settings, records, f"bench.{run}.chat")
-    print(
-        f"(a) e2e:     {e2e.msgs_per_s:9.1f} msgs/s over {args.messages} messages, "
-        f"worker CPU {e2e.cpu_us_per_msg:.0f} us/msg"
-    )
+    print(f"(a) e2e:     {e2e.describe()} ({args.messages} messages)")
     ceiling = await run_ceiling(settings, texts)
     print(f"(b) ceiling: {ceiling:9.1f} msgs/s (Triton alone, batch {settings.batch.max_items})")
     rate = args.load * e2e.msgs_per_s
@@ -403,10 +420,7 @@ async def main(args: argparse.Namespace) -> None:
             real = records[: args.real_messages]
             real_run = await run_e2e(real_settings, real, f"bench.{run}.real", env=env)
             real_e2e = real_run.msgs_per_s
-            print(
-                f"(a) e2e:     {real_e2e:9.1f} msgs/s over {len(real)} messages, "
-                f"worker CPU {real_run.cpu_us_per_msg:.0f} us/msg"
-            )
+            print(f"(a) e2e:     {real_run.describe()} ({len(real)} messages)")
             real_ceiling = await run_ceiling(real_settings, texts[: args.real_messages])
             print(f"(b) ceiling: {real_ceiling:9.1f} msgs/s")
     except RuntimeError as exc:

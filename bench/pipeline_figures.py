@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 __all__ = [
     "PipelineFigures",
     "histogram_buckets",
+    "histogram_mean",
     "histogram_quantile",
     "ratio",
     "summary_line",
@@ -43,6 +44,19 @@ def histogram_buckets(exposition: str, name: str) -> list[tuple[float, float]]:
             continue
         buckets.append((float(match["le"]), float(match["count"])))
     return sorted(buckets)
+
+
+def _sample(exposition: str, series: str) -> float:
+    for line in exposition.splitlines():
+        name, _, value = line.strip().partition(" ")
+        if name == series:
+            return float(value)
+    return NAN
+
+
+def histogram_mean(exposition: str, name: str) -> float:
+    """``sum / count`` of an unlabelled histogram ``name``; ``nan`` without observations."""
+    return ratio(_sample(exposition, f"{name}_sum"), _sample(exposition, f"{name}_count"))
 
 
 def histogram_quantile(q: float, buckets: Sequence[tuple[float, float]]) -> float:

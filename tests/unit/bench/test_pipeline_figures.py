@@ -10,6 +10,7 @@ from bench.pipeline_figures import (
     NAN,
     PipelineFigures,
     histogram_buckets,
+    histogram_mean,
     histogram_quantile,
     ratio,
     summary_line,
@@ -98,3 +99,9 @@ def test_summary_line_of_nothing_measured_is_all_nan() -> None:
         "cpu_model_speedup",
     ]
     assert values == {"nan"}
+
+
+def test_histogram_mean_is_sum_over_count() -> None:
+    """The mean of a histogram is its _sum over its _count; nan when it is absent."""
+    assert histogram_mean(EXPOSITION, "modstream_produce_to_verdict_seconds") == 0.125
+    assert math.isnan(histogram_mean(EXPOSITION, "modstream_sink_seconds"))
