@@ -77,6 +77,7 @@ _BENCH_HTTP_PORT = 18089
 _LATENCY_METRIC = "modstream_produce_to_verdict_seconds"
 _POLL_S = 0.05
 _BROKER_WAIT_S = 300.0
+_START_ATTEMPTS = 12
 
 
 def chat_records(count: int, seed: int, prefix: str) -> list[SampleRecord]:
@@ -155,6 +156,35 @@ class _RunningWorker:
     log_path: Path
 
 
+async def _start_worker(
+    environment: dict[str, str], http_port: int, log_path: Path
+) -> asyncio.subprocess.Process:
+    """Start a worker and wait for ``/readyz``. A worker that exits during start-up is started
+    again (``_START_ATTEMPTS`` in all): on a shared machine a neighbour's test may be
+    restarting the broker, and the worker refuses to start without one."""
+    url = f"http://127.0.0.1:{http_port}/readyz"
+    for attempt in range(1, _START_ATTEMPTS + 1):
+        with log_path.open("wb" if attempt == 1 else "ab") as log:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "modstream.cli",
+                "worker",
+                env=environment,
+                stdout=log,
+                stderr=log,
+            )
+        while not await asyncio.to_thread(_ready, url):
+            if process.returncode is not None:
+                break
+            await asyncio.sleep(0.1)
+        else:
+            return process
+        print(f"bench: the worker exited during start-up (attempt {attempt})", file=sys.stderr)
+        await asyncio.sleep(5.0)
+    raise SystemExit(f"bench: the worker did not start; see {log_path}")
+
+
 @contextlib.asynccontextmanager
 async def bench_worker(
     topic: str, *, http_port: int = _BENCH_HTTP_PORT, env: dict[str, str] | None = None
@@ -173,22 +203,8 @@ async def bench_worker(
     environment.update(env or {})
     log_path = StackSettings().state_dir / f"bench-worker-{http_port}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "modstream.cli",
-            "worker",
-            env=environment,
-            stdout=log,
-            stderr=log,
-        )
+    process = await _start_worker(environment, http_port, log_path)
     try:
-        url = f"http://127.0.0.1:{http_port}/readyz"
-        while not await asyncio.to_thread(_ready, url):
-            if process.returncode is not None:
-                raise SystemExit(f"bench: the worker exited during start-up; see {log_path}")
-            await asyncio.sleep(0.1)
         yield _RunningWorker(process, http_port, log_path)
     finally:
         if process.returncode is None:
