@@ -278,10 +278,20 @@ async def produce_at_rate(
         await producer.stop()
 
 
+@dataclass(frozen=True, slots=True)
+class Latency:
+    """Produce-to-verdict quantiles (ms), and the worker's own share: fetch to durable."""
+
+    p50_ms: float
+    p99_ms: float
+    fetch_to_durable_p50_ms: float
+    fetch_to_durable_p99_ms: float
+
+
 async def run_latency(
     settings: WorkerSettings, records: list[SampleRecord], topic: str, rate: float
-) -> tuple[float, float]:
-    """p50 and p99 (ms) of produce-to-verdict with ``records`` offered at ``rate`` msgs/s."""
+) -> Latency:
+    """Produce-to-verdict quantiles with ``records`` offered at ``rate`` msgs/s."""
     await create_topic(settings.kafka, topic)
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
@@ -293,9 +303,12 @@ async def run_latency(
     finally:
         await conn.close()
     buckets = histogram_buckets(exposition, _LATENCY_METRIC)
-    return (
+    in_worker = histogram_buckets(exposition, "modstream_end_to_end_seconds")
+    return Latency(
         histogram_quantile(0.5, buckets) * 1000.0,
         histogram_quantile(0.99, buckets) * 1000.0,
+        histogram_quantile(0.5, in_worker) * 1000.0,
+        histogram_quantile(0.99, in_worker) * 1000.0,
     )
 
 
@@ -410,10 +423,12 @@ async def main(args: argparse.Namespace) -> None:
     rate = args.load * e2e.msgs_per_s
     count = max(1, int(rate * args.latency_s))
     latency_records = chat_records(count, args.seed + 1, f"bench-{run}-lat")
-    p50, p99 = await run_latency(settings, latency_records, f"bench.{run}.latency", rate)
+    latency = await run_latency(settings, latency_records, f"bench.{run}.latency", rate)
     print(
-        f"(l) latency: produce->verdict p50 {p50:.1f} ms, p99 {p99:.1f} ms at {rate:.0f} msgs/s "
-        f"({args.load:.0%} of (a)), {count} messages"
+        f"(l) latency: produce->verdict p50 {latency.p50_ms:.1f} ms, p99 {latency.p99_ms:.1f} ms "
+        f"at {rate:.0f} msgs/s ({args.load:.0%} of (a)), {count} messages; in the worker "
+        f"(fetch->durable, coarse buckets) p50 {latency.fetch_to_durable_p50_ms:.0f} ms, "
+        f"p99 {latency.fetch_to_durable_p99_ms:.0f} ms"
     )
     if args.naive_messages > 0:
         naive = await run_naive(settings, records[: args.naive_messages], f"bench.{run}.naive")
@@ -448,7 +463,7 @@ async def main(args: argparse.Namespace) -> None:
         fixture_e2e_msgs_per_s=e2e.msgs_per_s,
         fixture_ceiling_msgs_per_s=ceiling,
         fixture_ratio_ceiling=ratio(e2e.msgs_per_s, ceiling),
-        p99_ms_fixture=p99,
+        p99_ms_fixture=latency.p99_ms,
         cpu_model_speedup=cpu_model_speedup(),
     )
     print(summary_line(figures))
