@@ -36,16 +36,6 @@ UNAVAILABLE_ERRORS: tuple[type[BaseException], ...] = (
 """Driver errors that mean "Postgres is away": stores turn them into ``StoreUnavailable``."""
 
 
-async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
-    """Release hook replacing asyncpg's full reset (``UNLISTEN *``, ``RESET ALL``, ...).
-
-    asyncpg still rolls back a transaction left open before calling this; the stores keep no
-    other session state (no LISTEN, cursors, advisory locks or SET), so the full reset would
-    only add a round trip to every batch.
-    """
-    del connection
-
-
 class Database:
     """One asyncpg pool shared by the worker's stores; ``start`` before use, ``stop`` after."""
 
@@ -62,7 +52,6 @@ class Database:
                 min_size=self._settings.min_pool_size,
                 max_size=self._settings.max_pool_size,
                 command_timeout=self._settings.command_timeout_s,
-                reset=_keep_session,
             )
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable(f"cannot connect: {type(exc).__name__}") from exc
