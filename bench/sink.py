@@ -6,7 +6,7 @@
 - ``copy``: binary ``COPY`` into a temporary staging table, then one ``INSERT ... SELECT ... ON
   CONFLICT`` (``bench.staging_sql``), the offsets upsert, in one transaction, same reset;
 - ``one``: the worker's write now: the same ``unnest`` inserts as parts of one statement
-  (``worker.stores.one_statement``) on a pool that skips the full reset.
+  (``worker.stores.one_statement``), same reset.
 
 Each round writes one batch of ``--batch`` verdicts each way (order alternating), ``--rounds``
 rounds. Printed: wall time and this process's CPU per batch, then the line
@@ -69,16 +69,12 @@ def _verdicts(topic: str, first: int, count: int) -> list[Verdict]:
     ]
 
 
-async def _keep_session(connection: asyncpg.Connection[Any]) -> None:
-    del connection
-
-
 async def _write(way: str, pools: dict[str, Any], verdicts: list[Verdict], topic: str) -> None:
     batch = VerdictBatch(verdicts, offsets={(topic, 0): verdicts[-1].position.offset + 1})
     parts = batch_parts(batch, _GROUP)  # [verdicts insert, offsets upsert]
     if way == "one":
         sql, args = one_statement(parts)
-        await pools["lean"].execute(sql, *args)
+        await pools["reset"].execute(sql, *args)
         return
     async with pools["reset"].acquire() as conn, conn.transaction():
         if way == "unnest":
@@ -100,7 +96,6 @@ async def main(args: argparse.Namespace) -> None:
 
     pools: dict[str, Any] = {
         "reset": await asyncpg.create_pool(dsn, min_size=1, max_size=1, init=init),
-        "lean": await asyncpg.create_pool(dsn, min_size=1, max_size=1, reset=_keep_session),
     }
     topic = f"bench.sink.{uuid.uuid4().hex[:8]}"
     wall = dict.fromkeys(_WAYS, 0.0)
@@ -127,7 +122,7 @@ async def main(args: argparse.Namespace) -> None:
             f"one_over_unnest_cpu={ratio(cpu['one'], cpu['unnest']):.3f}"
         )
     finally:
-        async with pools["lean"].acquire() as conn:
+        async with pools["reset"].acquire() as conn:
             await conn.execute("DELETE FROM verdicts WHERE source_topic = $1", topic)
             await conn.execute("DELETE FROM consumer_offsets WHERE consumer_group = $1", _GROUP)
         for pool in pools.values():
