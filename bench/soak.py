@@ -154,7 +154,10 @@ async def main(args: argparse.Namespace) -> None:
                 await asyncio.sleep(max(0.0, min(next_sample, deadline) - time.monotonic()))
                 if time.monotonic() < next_sample:
                     continue
-                reading = sample(pid)
+                try:
+                    reading = sample(pid)
+                except FileNotFoundError:
+                    raise SystemExit(f"soak: the worker died; see {worker.log_path}") from None
                 open_tasks = await asyncio.to_thread(_open_tasks, _SOAK_HTTP_PORT)
                 done = await _count_verdicts(dsn, topic)
                 elapsed = time.monotonic() - started
