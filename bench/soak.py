@@ -37,6 +37,7 @@ _MB = 1024 * 1024
 _SOAK_HTTP_PORT = 18091
 _CHUNK_S = 10.0
 _DRAIN_S = 180.0
+_BROKER_WAIT_S = 300.0
 _TASKS = re.compile(r"^modstream_open_tasks (\S+)$", re.MULTILINE)
 
 
@@ -80,10 +81,7 @@ class _Producer:
         self.failed = 0
 
     async def run(self, stop: asyncio.Event) -> None:
-        producer = AIOKafkaProducer(
-            **kafka_client_kwargs(self._settings.kafka), linger_ms=5, acks="all"
-        )
-        await producer.start()
+        producer = await self._started_producer()
         pending: set[asyncio.Future[object]] = set()
         try:
             started = time.perf_counter()
@@ -111,6 +109,23 @@ class _Producer:
             await asyncio.gather(*pending, return_exceptions=True)
         finally:
             await producer.stop()
+
+    async def _started_producer(self) -> AIOKafkaProducer:
+        """A started producer, waiting (bounded) for a broker a neighbour is restarting."""
+        deadline = time.monotonic() + _BROKER_WAIT_S
+        while True:
+            producer = AIOKafkaProducer(
+                **kafka_client_kwargs(self._settings.kafka), linger_ms=5, acks="all"
+            )
+            try:
+                await producer.start()
+            except KafkaError:
+                await producer.stop()
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(2.0)
+                continue
+            return producer
 
     def _count(self, ack: asyncio.Future[object]) -> None:
         if ack.cancelled() or ack.exception() is not None:
