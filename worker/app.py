@@ -91,6 +91,12 @@ async def _stop_within(step: str, stop: Callable[[], Awaitable[None]], timeout_s
         _log.warning("shutdown_step_failed", step=step, error_type=type(exc).__name__)
 
 
+def _timestamp_s(record: Any) -> float | None:
+    """The record's Kafka timestamp in epoch seconds (``None`` when it has none)."""
+    timestamp = getattr(record, "timestamp", None)
+    return timestamp / 1000.0 if isinstance(timestamp, int) and timestamp >= 0 else None
+
+
 class WorkerFailed(RuntimeError):
     """A task of the worker raised unexpectedly; the worker stopped and shut down (the task's
     exceptions are chained as the cause)."""
@@ -416,7 +422,7 @@ class Worker:
         size_bytes = len(record.value or b"") + len(record.key or b"")
         self._tracker.start((record.topic, record.partition), record.offset, size_bytes)
         self.metrics.records_total.inc()
-        work = Work(position, record.key, time.monotonic())
+        work = Work(position, record.key, time.monotonic(), produced_at=_timestamp_s(record))
         try:
             work.message = decode_message(record.value, max_bytes=max_bytes)
         except DecodeError as exc:
@@ -508,6 +514,7 @@ class Worker:
                 await asyncio.wait_for(done.wait(), _LAG_PROBE_S)
             lag = time.perf_counter() - before - _LAG_PROBE_S
             self.metrics.event_loop_lag_seconds.set(max(0.0, lag))
+            self.metrics.open_tasks.set(len(asyncio.all_tasks()))
 
     async def _watch_breaker(self, inference: TritonModerationClient, done: asyncio.Event) -> None:
         while not done.is_set():

@@ -4,9 +4,36 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["Metrics", "ReplicaMetrics"]
+__all__ = ["PRODUCE_TO_VERDICT_BUCKETS_S", "Metrics", "ReplicaMetrics"]
 
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+PRODUCE_TO_VERDICT_BUCKETS_S: tuple[float, ...] = (
+    0.005,
+    0.01,
+    0.02,
+    0.03,
+    0.05,
+    0.075,
+    0.1,
+    0.125,
+    0.15,
+    0.2,
+    0.25,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1,
+    1.5,
+    2,
+    3,
+    5,
+    10,
+    30,
+    60,
+    120,
+)
+"""Finer around the 250 ms latency target, so quantiles read from the buckets are close."""
 
 
 class ReplicaMetrics:
@@ -103,6 +130,17 @@ class Metrics:
             "modstream_end_to_end_seconds",
             "From fetch to stored verdict.",
             buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.produce_to_verdict_seconds = Histogram(
+            "modstream_produce_to_verdict_seconds",
+            "From the Kafka record's timestamp to its verdict committed in Postgres.",
+            buckets=PRODUCE_TO_VERDICT_BUCKETS_S,
+            registry=r,
+        )
+        self.open_tasks = Gauge(
+            "modstream_open_tasks",
+            "asyncio tasks not yet done in the worker's event loop (a leak shows as growth).",
             registry=r,
         )
         self.in_flight_records = Gauge(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,6 +61,8 @@ class Work:
     model_text: str | None = None
     """The canonical text the rules matched, which is what the model scores (the raw text is
     what is stored and shown to moderators)."""
+    produced_at: float | None = None
+    """The Kafka record's timestamp (epoch seconds), when it has one."""
 
     @property
     def partition_key(self) -> PartitionKey:
@@ -213,22 +216,33 @@ class BatchProcessor:
             for key, offs in by_partition.items():
                 self._tracker.mark_durable(key, offs)
         self._metrics.in_flight_records.set(self._tracker.in_flight())
+        durable_at = time.time()
         self._failpoints.hit("after_pg_commit")
         await self._committer.commit(
             {key: self._tracker.durable_point(key) for key in by_partition}
         )
-        now = time.monotonic()
-        for w in works:
-            self._metrics.end_to_end_seconds.observe(now - w.fetched_at)
-        for v in stored.verdicts:
-            self._metrics.verdicts_total.labels(
-                v.result.decision.value, v.result.decided_by.value
-            ).inc()
-            if v.result.escalate:
-                self._metrics.escalations_total.inc()
+        self._observe(works, stored, durable_at)
         for letter in stored.dead_letters:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
         await self._publish(stored.verdicts)
+
+    def _observe(self, works: list[Work], stored: VerdictBatch, durable_at: float) -> None:
+        """Latency histograms per record; counters once per label set, not once per verdict."""
+        now = time.monotonic()
+        end_to_end = self._metrics.end_to_end_seconds
+        produce_to_verdict = self._metrics.produce_to_verdict_seconds
+        for w in works:
+            end_to_end.observe(now - w.fetched_at)
+            if w.produced_at is not None and w.message is not None:
+                produce_to_verdict.observe(max(0.0, durable_at - w.produced_at))
+        counts = Counter(
+            (v.result.decision.value, v.result.decided_by.value) for v in stored.verdicts
+        )
+        for (decision, decided_by), count in counts.items():
+            self._metrics.verdicts_total.labels(decision, decided_by).inc(count)
+        escalated = sum(1 for v in stored.verdicts if v.result.escalate)
+        if escalated:
+            self._metrics.escalations_total.inc(escalated)
 
     async def _write(self, batch: VerdictBatch) -> VerdictBatch:
         """Write with retries while Postgres is down; isolate rows Postgres rejects."""

@@ -21,6 +21,7 @@ from aiokafka.errors import KafkaError, MessageSizeTooLargeError
 from common.kafka_client import kafka_security_kwargs
 from common.publishing import PublishError
 from pipelines.messages import SourcePosition
+from worker.record_partitions import KeyPartitioner, group_by_partition
 from worker.settings import KafkaSettings
 
 __all__ = ["KafkaPublisher"]
@@ -28,6 +29,8 @@ __all__ = ["KafkaPublisher"]
 _HEADROOM_BYTES = 64 * 1024
 """Room left in a dead letter for headers and Kafka's record-batch framing."""
 _MAX_REASON_BYTES = 1024
+_MAX_BATCH_BYTES = 256 * 1024
+"""Upper bound of one record batch (below the broker's default ``message.max.bytes``)."""
 
 
 class KafkaPublisher:
@@ -35,6 +38,7 @@ class KafkaPublisher:
         self._settings = settings
         self._producer: AIOKafkaProducer | None = None
         self._max_value_bytes = settings.max_message_bytes - _HEADROOM_BYTES
+        self._partitioner = KeyPartitioner()
 
     async def start(self) -> None:
         if self._producer is not None:
@@ -45,6 +49,7 @@ class KafkaPublisher:
             acks="all",
             linger_ms=5,
             max_request_size=self._settings.max_message_bytes,
+            max_batch_size=min(_MAX_BATCH_BYTES, self._settings.max_message_bytes),
             **kafka_security_kwargs(self._settings),
         )
         await producer.start()
@@ -106,12 +111,25 @@ class KafkaPublisher:
             raise PublishError(f"dead letter not acknowledged: {type(exc).__name__}") from exc
 
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
-        """Send ``(key, value)`` records and wait until all are acknowledged."""
+        """Send ``(key, value)`` records and wait until all are acknowledged.
+
+        Records are grouped by the partition the default partitioner gives their key and sent
+        as whole batches, one acknowledgement to wait for per batch instead of per record.
+        """
         producer = self._require()
         try:
-            futures: list[Any] = [
-                await producer.send(topic, value, key=key) for key, value in records
-            ]
-            await asyncio.gather(*futures)
+            partitions = sorted(await producer.partitions_for(topic))
+            groups = group_by_partition(records, partitions, self._partitioner)
+            acks: list[Any] = []
+            for partition, items in groups.items():
+                batch = producer.create_batch()
+                for key, value in items:
+                    if batch.append(key=key, value=value, timestamp=None) is None:
+                        acks.append(await producer.send_batch(batch, topic, partition=partition))
+                        batch = producer.create_batch()
+                        if batch.append(key=key, value=value, timestamp=None) is None:
+                            raise PublishError("a record does not fit an empty record batch")
+                acks.append(await producer.send_batch(batch, topic, partition=partition))
+            await asyncio.gather(*acks)
         except KafkaError as exc:
             raise PublishError(f"publish not acknowledged: {type(exc).__name__}") from exc

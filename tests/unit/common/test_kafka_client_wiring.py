@@ -142,5 +142,5 @@ async def test_bench_topic_creation(monkeypatch: pytest.MonkeyPatch) -> None:
     recorder = _Recorder()
     monkeypatch.setattr(bench_pipeline, "AIOKafkaAdminClient", recorder)
     with pytest.raises(_Stop):
-        await bench_pipeline._create_topic(_SETTINGS, "t")
+        await bench_pipeline.create_topic(_SETTINGS, "t")
     _assert_secured(recorder)

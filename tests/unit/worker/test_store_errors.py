@@ -111,6 +111,10 @@ class _Pool:
     async def acquire(self) -> AsyncIterator[_Conn]:
         yield self.conn
 
+    async def execute(self, sql: str, *args: Any) -> str:
+        """The batch write is one statement on the pool itself."""
+        return await self.conn.execute(sql, *args)
+
 
 class _Database(Database):
     """A started Database whose pool is a fake that raises a chosen driver error."""
