@@ -94,6 +94,27 @@ def agreement(first: dict[str, Any], second: dict[str, Any]) -> dict[str, tuple[
     return out
 
 
+def measure(
+    model: str = "moderation", batches: int = 10, threads: int = 2
+) -> tuple[float, float, Scores, Scores, list[list[str]]]:
+    """fp32 and CPU (int8 encoder) rates of the served code, interleaved on the same batches."""
+    messages = _messages()
+    timed = [_batch(messages, 100, 100 * i) for i in range(batches)]
+    fp32 = served_scores(_REPOSITORY, model, threads, cpu_encoder=False)
+    cpu = served_scores(_REPOSITORY, model, threads, cpu_encoder=True)
+    fp32_rate, cpu_rate = _interleaved(fp32, cpu, timed)
+    return fp32_rate, cpu_rate, fp32, cpu, timed
+
+
+def cpu_model_speedup(batches: int = 5) -> float:
+    """The served CPU model's speed over the fp32 model's (``bench.pipeline`` reports it);
+    ``nan`` when the CPU encoder is not built."""
+    if not (_REPOSITORY / "encoder" / "1" / "model_cpu.onnx").is_file():
+        return float("nan")
+    fp32_rate, cpu_rate, *_ = measure(batches=batches)
+    return cpu_rate / fp32_rate
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.cpu_model", description=__doc__)
     parser.add_argument("--model", default="moderation")
@@ -109,14 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.eval:
         return _cpu_eval()
-    messages = _messages()
-    batches = [_batch(messages, 100, 100 * i) for i in range(args.batches)]
-    fp32 = served_scores(_REPOSITORY, args.model, args.threads, cpu_encoder=False)
-    cpu = served_scores(_REPOSITORY, args.model, args.threads, cpu_encoder=True)
+    fp32_rate, cpu_rate, fp32, cpu, batches = measure(args.model, args.batches, args.threads)
     texts = [text for batch in batches for text in batch]
     for name, (same, gap) in agreement(fp32(texts), cpu(texts)).items():
         print(f"{name:10s} same_top_class={same:.3f} max_probability_gap={gap:.3f}")
-    fp32_rate, cpu_rate = _interleaved(fp32, cpu, batches)
     print(f"fp32       batch=100 msgs_per_s={fp32_rate:.1f}")
     print(f"cpu        batch=100 msgs_per_s={cpu_rate:.1f}")
     print(
