@@ -35,7 +35,8 @@ async def _verdict_rows(dsn: str) -> list[dict[str, Any]]:
     try:
         rows = await conn.fetch(
             "SELECT source_topic, source_partition, source_offset, message_id, decision, "
-            "decided_by, escalated, published FROM verdicts ORDER BY source_offset"
+            "decided_by, escalated, published FROM verdicts WHERE source_topic = 'online' "
+            "ORDER BY source_offset"
         )
     finally:
         await conn.close()
@@ -182,7 +183,9 @@ async def test_model_timeout_answers_pending_model_and_the_rescorer_finishes_it(
         await wait_until(rescored, 30)
     conn = await asyncpg.connect(database)
     try:
-        left = await conn.fetchval("SELECT count(*) FROM pending_texts")
+        left = await conn.fetchval(
+            "SELECT count(*) FROM pending_texts WHERE source_topic = 'online'"
+        )
     finally:
         await conn.close()
     assert left == 0
