@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import secrets
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from typing import TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -15,7 +17,7 @@ from admin.migrate import migrate
 from common.settings import ServiceSettings
 from review.errors import PublishFailedError
 
-__all__ = ["MemoryPublisher", "temporary_database", "with_database"]
+__all__ = ["MemoryPublisher", "stored_verdict_row", "temporary_database", "with_database"]
 
 S = TypeVar("S", bound=ServiceSettings)
 
@@ -64,3 +66,34 @@ class MemoryPublisher:
         for key, value in records:
             self.topics.append(topic)
             self.records.append((key, value))
+
+
+def stored_verdict_row(offset: int, *, scored: bool = True, sent_at: datetime) -> dict[str, Any]:
+    """A ``verdicts`` row as the outbox reads it (JSON columns as text)."""
+    return {
+        "source_topic": "chat.messages",
+        "source_partition": 1,
+        "source_offset": offset,
+        "sent_at": sent_at,
+        "message_id": f"m-{offset}",
+        "group_id": "g-1",
+        "sender_id": "u-1",
+        "decision": "flag",
+        "decided_by": "model" if scored else "pending_model",
+        "escalated": False,
+        "category": "spam" if scored else None,
+        "priority": 0.25,
+        "reasons": ["spam>=0.70"] if scored else ["model:pending"],
+        "rule_hits": '[{"rule_id": "r1", "category": "spam", "severity": "low", "action": "flag"}]',
+        "scores": '{"toxicity": {"none": 0.9, "offensive": 0.05, "hate": 0.05}}'
+        if scored
+        else None,
+        "sentiment_label": "neutral" if scored else None,
+        "intent_label": "spam" if scored else None,
+        "toxicity_label": "none" if scored else None,
+        "model_name": "moderation" if scored else None,
+        "model_version": "1" if scored else None,
+        "batch_id": uuid.UUID(int=7) if scored else None,
+        "created_at": sent_at,
+        "updated_at": datetime(2026, 12, 2, 12, 5, tzinfo=UTC),
+    }

@@ -26,6 +26,7 @@ from pipelines.verdict_codec import (
     verdict_row,
     verdict_row_key,
 )
+from tests.support import stored_verdict_row
 
 CREATED = datetime(2026, 5, 1, 12, 0, 1, 500000, tzinfo=UTC)
 HIT = RuleHit("zh.ad.add_contact", "advertisement", Severity.MEDIUM, RuleAction.FLAG)
@@ -126,34 +127,7 @@ ROW_SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def _row(offset: int, *, scored: bool = True) -> dict[str, Any]:
-    """A ``verdicts`` row as the outbox reads it (JSON columns as text)."""
-    return {
-        "source_topic": "chat.messages",
-        "source_partition": 1,
-        "source_offset": offset,
-        "sent_at": ROW_SENT_AT,
-        "message_id": f"m-{offset}",
-        "group_id": "g-1",
-        "sender_id": "u-1",
-        "decision": "flag",
-        "decided_by": "model" if scored else "pending_model",
-        "escalated": False,
-        "category": "spam" if scored else None,
-        "priority": 0.25,
-        "reasons": ["spam>=0.70"] if scored else ["model:pending"],
-        "rule_hits": '[{"rule_id": "r1", "category": "spam", "severity": "low", "action": "flag"}]',
-        "scores": '{"toxicity": {"none": 0.9, "offensive": 0.05, "hate": 0.05}}'
-        if scored
-        else None,
-        "sentiment_label": "neutral" if scored else None,
-        "intent_label": "spam" if scored else None,
-        "toxicity_label": "none" if scored else None,
-        "model_name": "moderation" if scored else None,
-        "model_version": "1" if scored else None,
-        "batch_id": uuid.UUID(int=7) if scored else None,
-        "created_at": ROW_SENT_AT,
-        "updated_at": datetime(2026, 12, 2, 12, 5, tzinfo=UTC),
-    }
+    return stored_verdict_row(offset, scored=scored, sent_at=ROW_SENT_AT)
 
 
 def test_record_from_row_has_the_published_fields() -> None:

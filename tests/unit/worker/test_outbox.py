@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -12,39 +11,14 @@ import pytest
 
 from common.publishing import PublishDeferred, PublishError
 from pipelines.messages import SourcePosition
+from tests.support import stored_verdict_row
 from worker.outbox import VerdictOutbox
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 
 
 def _row(offset: int, *, scored: bool = True) -> dict[str, Any]:
-    return {
-        "source_topic": "chat.messages",
-        "source_partition": 1,
-        "source_offset": offset,
-        "sent_at": SENT_AT,
-        "message_id": f"m-{offset}",
-        "group_id": "g-1",
-        "sender_id": "u-1",
-        "decision": "flag",
-        "decided_by": "model" if scored else "pending_model",
-        "escalated": False,
-        "category": "spam" if scored else None,
-        "priority": 0.25,
-        "reasons": ["spam>=0.70"] if scored else ["model:pending"],
-        "rule_hits": '[{"rule_id": "r1", "category": "spam", "severity": "low", "action": "flag"}]',
-        "scores": '{"toxicity": {"none": 0.9, "offensive": 0.05, "hate": 0.05}}'
-        if scored
-        else None,
-        "sentiment_label": "neutral" if scored else None,
-        "intent_label": "spam" if scored else None,
-        "toxicity_label": "none" if scored else None,
-        "model_name": "moderation" if scored else None,
-        "model_version": "1" if scored else None,
-        "batch_id": uuid.UUID(int=7) if scored else None,
-        "created_at": SENT_AT,
-        "updated_at": datetime(2026, 12, 2, 12, 5, tzinfo=UTC),
-    }
+    return stored_verdict_row(offset, scored=scored, sent_at=SENT_AT)
 
 
 class FakeStore:
