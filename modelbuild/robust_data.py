@@ -8,7 +8,10 @@ model is served canonical text. For intent and toxicity two kinds of examples ar
   toxicity ``none`` and intent ``chat`` (``question`` when the line ends with a question mark),
   with the usual seeded 20 % held out, so the held-out split also measures them;
 - for toxicity, the hand-written threats and self-harm incitement of :mod:`modelbuild.threats`,
-  labelled ``offensive`` (20 % held out);
+  labelled ``offensive``, and the insults, hate and sexual harassment of
+  :mod:`modelbuild.abuse_families`, labelled as their family says (20 % held out);
+- for intent, the chat-length scams of :mod:`modelbuild.spam_families`, labelled ``spam``
+  (20 % held out);
 - the disguised forms of the harmful training examples, threats included
   (:mod:`modelbuild.augment`), with the label of their plain line, training split only.
 """
@@ -18,12 +21,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from modelbuild import datasets, templates
+from modelbuild.abuse_families import abuse_lines
 from modelbuild.augment import disguised_examples
 from modelbuild.canonical_inputs import canonical_task, canonical_text
 from modelbuild.hard_negatives import hard_negatives
+from modelbuild.spam_families import spam_lines
 from modelbuild.threats import threat_lines
 
-__all__ = ["HARD_NEGATIVE_SOURCE", "HARMFUL", "THREAT_SOURCE", "robust_task"]
+__all__ = [
+    "ABUSE_SOURCE",
+    "HARD_NEGATIVE_SOURCE",
+    "HARMFUL",
+    "SPAM_SOURCE",
+    "THREAT_SOURCE",
+    "robust_task",
+]
 
 HARMFUL: dict[str, tuple[str, ...]] = {
     "intent": ("spam", "advertisement"),
@@ -32,6 +44,8 @@ HARMFUL: dict[str, tuple[str, ...]] = {
 """The classes whose training examples are also given in disguised forms."""
 HARD_NEGATIVE_SOURCE = "hard-negative"
 THREAT_SOURCE = "template-threat"
+ABUSE_SOURCE = "template-abuse"
+SPAM_SOURCE = "template-spam"
 
 
 def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
@@ -55,6 +69,29 @@ def _threat_examples(seed: int) -> list[datasets.Example]:
     ]
 
 
+def _abuse_examples(seed: int) -> list[datasets.Example]:
+    return [
+        datasets.Example(
+            line.text,
+            datasets.TOXICITY.index(label),
+            line.lang,
+            ABUSE_SOURCE,
+            datasets.held_out(seed, line.text),
+        )
+        for label, line in abuse_lines(seed)
+    ]
+
+
+def _spam_examples(seed: int) -> list[datasets.Example]:
+    spam = datasets.INTENT.index("spam")
+    return [
+        datasets.Example(
+            line.text, spam, line.lang, SPAM_SOURCE, datasets.held_out(seed, line.text)
+        )
+        for line in spam_lines(seed)
+    ]
+
+
 def robust_task(
     data: datasets.TaskData, lexicons: dict[str, list[str]], seed: int
 ) -> datasets.TaskData:
@@ -63,10 +100,10 @@ def robust_task(
     :func:`modelbuild.datasets.load_lexicons`' result: its words are what gets disguised."""
     if data.task not in HARMFUL:
         return canonical_task(data)
-    if data.task == "toxicity":
-        data = datasets.TaskData(
-            data.task, data.labels, data.examples + tuple(_threat_examples(seed))
-        )
+    added = _threat_examples(seed) + _abuse_examples(seed) if data.task == "toxicity" else []
+    if data.task == "intent":
+        added = _spam_examples(seed)
+    data = datasets.TaskData(data.task, data.labels, data.examples + tuple(added))
     canonical = canonical_task(data)
     extra = datasets.TaskData(
         data.task, data.labels, tuple(_hard_negative_examples(data.task, seed))

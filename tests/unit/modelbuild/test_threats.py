@@ -35,7 +35,7 @@ def test_no_line_is_a_dev_set_line() -> None:
 
 def test_toxicity_gets_them_as_offensive_with_disguised_forms() -> None:
     """In toxicity the threats are offensive (some held out) and their training lines are also
-    given in disguised forms, labelled offensive too."""
+    given in disguised forms, labelled as harmful too."""
     out = robust_task(TaskData("toxicity", TOXICITY, ()), _LEXICONS, SEED).examples
     threats = [e for e in out if e.source == THREAT_SOURCE]
     assert threats
@@ -44,5 +44,7 @@ def test_toxicity_gets_them_as_offensive_with_disguised_forms() -> None:
     assert not all(e.test for e in threats)
     disguised = [e for e in out if e.source.startswith("augment-")]
     assert disguised
-    assert {TOXICITY[e.label] for e in disguised} == {"offensive"}
+    # threats are offensive; the abuse families added beside them also bring hate
+    assert "offensive" in {TOXICITY[e.label] for e in disguised}
+    assert {TOXICITY[e.label] for e in disguised} <= {"offensive", "hate"}
     assert not [e for e in disguised if e.test]

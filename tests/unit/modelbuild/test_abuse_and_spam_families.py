@@ -1,0 +1,64 @@
+"""Abuse and chat-spam templates: seeded, labelled, disguised, apart from the dev set."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from modelbuild.abuse_families import abuse_lines
+from modelbuild.canonical_inputs import canonical_text
+from modelbuild.datasets import INTENT, TOXICITY, TaskData
+from modelbuild.devset import read_devset
+from modelbuild.robust_data import ABUSE_SOURCE, SPAM_SOURCE, robust_task
+from modelbuild.spam_families import spam_lines
+
+SEED = 20241202
+_LEXICONS = {"en": ["moron"], "zh": ["废物"], "zh_ads": ["代购"]}
+
+
+def _dev_texts() -> set[str]:
+    dev = {e.text for e in read_devset()}
+    return dev | {canonical_text(t) for t in dev}
+
+
+def test_abuse_lines_depend_on_the_seed_and_cover_both_labels_and_languages() -> None:
+    lines = abuse_lines(SEED)
+    assert lines == abuse_lines(SEED)
+    assert lines != abuse_lines(SEED + 1)
+    groups = Counter((label, line.lang) for label, line in lines)
+    assert set(groups) == {(lab, lang) for lab in ("offensive", "hate") for lang in ("en", "zh")}
+    assert min(groups.values()) >= 40
+    assert not [line.text for _, line in lines if "{" in line.text]
+
+
+def test_spam_lines_depend_on_the_seed_in_both_languages() -> None:
+    lines = spam_lines(SEED)
+    assert lines == spam_lines(SEED)
+    assert lines != spam_lines(SEED + 1)
+    assert {line.lang for line in lines} == {"en", "zh"}
+    assert not [line.text for line in lines if "{" in line.text]
+
+
+def test_no_line_is_a_dev_set_line() -> None:
+    """No generated line equals a dev-set line, raw or canonicalised (the dev set only measures)."""
+    dev = _dev_texts()
+    lines = {line.text for _, line in abuse_lines(SEED, per_family=400)}
+    lines |= {line.text for line in spam_lines(SEED, per_family=400)}
+    assert not (lines | {canonical_text(t) for t in lines}) & dev
+
+
+def test_toxicity_gets_abuse_with_its_labels_and_disguised_forms() -> None:
+    out = robust_task(TaskData("toxicity", TOXICITY, ()), _LEXICONS, SEED).examples
+    abuse = [e for e in out if e.source == ABUSE_SOURCE]
+    assert {TOXICITY[e.label] for e in abuse} == {"offensive", "hate"}
+    assert any(e.test for e in abuse)
+    assert not all(e.test for e in abuse)
+    assert any(e.source.startswith("augment-") for e in out)
+
+
+def test_intent_gets_spam_lines_labelled_spam() -> None:
+    out = robust_task(TaskData("intent", INTENT, ()), _LEXICONS, SEED).examples
+    spam = [e for e in out if e.source == SPAM_SOURCE]
+    assert spam
+    assert {INTENT[e.label] for e in spam} == {"spam"}
+    assert any(e.test for e in spam)
+    assert not all(e.test for e in spam)
