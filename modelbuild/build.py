@@ -14,7 +14,8 @@ the heads):
 4. ``model.py`` of every Python-backend model, copied from ``modelbuild/serving`` (only when it
    differs): ``tokenizer_model.py``, ``onnx_model.py`` for the encoder and heads,
    ``pipeline_model.py`` for ``moderation`` and ``moderation_v1``;
-5. the heads (``sentiment/1``, ``sentiment/2``, ``intent/1``, ``toxicity/1``, ``toxicity/2``),
+5. the heads (``sentiment/1``, ``sentiment/2``, ``intent/1``, ``intent/2``, ``toxicity/1``,
+   ``toxicity/2``, ``toxicity/3``),
    trained on the training split with fixed seeds; these small files are committed, so a fresh
    clone only retrains them on request.
 """
@@ -44,7 +45,7 @@ from modelbuild.encoder_graph import (
 )
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, fit_head, save_head
-from modelbuild.robust_data import robust_task
+from modelbuild.robust_data import HARD_NEGATIVE_SOURCE, robust_task
 from modelbuild.sources import fetch_all
 
 __all__ = [
@@ -122,6 +123,18 @@ HEADS: tuple[HeadSpec, ...] = (
     ),
     HeadSpec("intent", 1, 0, 0.5, True, "multinomial logistic regression, balanced classes"),
     HeadSpec(
+        "intent",
+        2,
+        0,
+        0.1,
+        True,
+        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
+        "embedding) plus VADER's four lexicon scores, balanced classes; hard benign negatives "
+        "weighted x4",
+        ((HARD_NEGATIVE_SOURCE, 4),),
+        HEAD_FEATURES_INPUT,
+    ),
+    HeadSpec(
         "toxicity", 1, 0, 0.5, True, "multinomial logistic regression, balanced classes (recall)"
     ),
     HeadSpec(
@@ -131,6 +144,18 @@ HEADS: tuple[HeadSpec, ...] = (
         0.5,
         False,
         "multinomial logistic regression at natural class frequencies (fewer false positives)",
+    ),
+    HeadSpec(
+        "toxicity",
+        3,
+        0,
+        0.1,
+        False,
+        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
+        "embedding) plus VADER's four lexicon scores, natural class frequencies; hard benign "
+        "negatives weighted x4",
+        ((HARD_NEGATIVE_SOURCE, 4),),
+        HEAD_FEATURES_INPUT,
     ),
 )
 

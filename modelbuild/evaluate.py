@@ -96,6 +96,12 @@ HEADLINE_KEYS: tuple[str, ...] = (
 """The last line of ``modstream models eval``, in this order."""
 SENTIMENT_SERVED = "sentiment/2"
 """The sentiment head ``moderation`` serves (``moderation_v1`` keeps ``sentiment/1``)."""
+SERVED_INTENT = "intent/2"
+"""The intent head ``moderation`` serves (``moderation_v1`` keeps ``intent/1``)."""
+SERVED_TOXICITY = "toxicity/3"
+"""The toxicity head ``moderation`` serves; the headline's ``toxicity_fpr_chat`` is its."""
+TOXICITY_VERSIONS = ("toxicity/1", "toxicity/2", SERVED_TOXICITY)
+"""Every toxicity head graded side by side."""
 
 
 def headline_line(headline: dict[str, float]) -> str:
@@ -193,7 +199,7 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
     report["headline"] = {
         "sentiment_macro_f1_en": report["sentiment"]["model"]["en_tweets"]["macro_f1"],
         "sentiment_acc_zh": report["sentiment"]["model"]["zh"]["accuracy"],
-        "toxicity_fpr_chat": report["toxicity"]["toxicity/2"]["fpr_chat"],
+        "toxicity_fpr_chat": report["toxicity"][SERVED_TOXICITY]["fpr_chat"],
         "intent_spam_fpr_chat": report["intent"]["model"]["spam_fpr_chat"],
         **report["devset"]["headline"],
     }
@@ -254,11 +260,11 @@ def _intent(
     chat_ok = [INTENT.index("chat"), INTENT.index("question")]
     for lang in ("en", "zh"):
         examples = [e for e in test if e.lang == lang]
-        pred = predict("intent/1", examples).argmax(axis=1).astype(np.int64)
+        pred = predict(SERVED_INTENT, examples).argmax(axis=1).astype(np.int64)
         out["model"][lang] = classification_report(_labels(examples), pred, INTENT)
         kw = np.array([keyword_intent(e.text) for e in examples], dtype=np.int64)
         out["keywords"][lang] = classification_report(_labels(examples), kw, INTENT)
-    pred_chat = predict("intent/1", chat_test).argmax(axis=1).astype(np.int64)
+    pred_chat = predict(SERVED_INTENT, chat_test).argmax(axis=1).astype(np.int64)
     out["model"]["spam_fpr_chat"] = false_positive_rate(pred_chat, chat_ok)
     out["model"]["spam_only_fpr_chat"] = round(
         float(np.mean(pred_chat == INTENT.index("spam"))) if len(pred_chat) else 0.0, 4
@@ -271,7 +277,7 @@ def _intent(
         for lang, texts in probes.ADS.items()
         for t in texts
     ]
-    probs = predict("intent/1", ad_probe)
+    probs = predict(SERVED_INTENT, ad_probe)
     flagged = np.isin(probs.argmax(axis=1), [INTENT.index("spam"), INTENT.index("advertisement")])
     for lang in ("en", "zh"):
         mask = np.array([e.lang == lang for e in ad_probe])
@@ -298,7 +304,7 @@ def _toxicity(
     praise = [
         Example(t, 0, lang, "probe", True) for lang, texts in probes.PRAISE.items() for t in texts
     ]
-    for key in ("toxicity/1", "toxicity/2"):
+    for key in TOXICITY_VERSIONS:
         res: dict[str, Any] = {}
         for lang in ("en", "zh"):
             examples = [e for e in test if e.lang == lang]
@@ -353,7 +359,7 @@ def format_report(report: dict[str, Any]) -> str:
             f"intent    {system:9s} spam_or_ad_fpr_on_chat={i[system]['spam_fpr_chat']:.4f}"
         )
     t = report["toxicity"]
-    for key in ("toxicity/1", "toxicity/2", "hatesonar_baseline"):
+    for key in (*TOXICITY_VERSIONS, "hatesonar_baseline"):
         res = t[key]
         parts = [f"fpr_chat={res['fpr_chat']:.4f}"]
         parts += [f"{k}={v:.2f}" for k, v in res.items() if k.startswith(("abuse", "praise"))]

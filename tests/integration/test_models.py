@@ -37,9 +37,12 @@ REPOSITORY = project_root() / "model_repository"
 MODERATION_MODELS = ("moderation", "moderation_v1")
 # The head versions each moderation model pins (its config.pbtxt).
 HEADS = {
-    "moderation": {"SENTIMENT": "sentiment/2", "INTENT": "intent/1", "TOXICITY": "toxicity/2"},
+    "moderation": {"SENTIMENT": "sentiment/2", "INTENT": "intent/2", "TOXICITY": "toxicity/3"},
     "moderation_v1": {"SENTIMENT": "sentiment/1", "INTENT": "intent/1", "TOXICITY": "toxicity/1"},
 }
+# Heads that read the encoder's features and VADER's scores: not served alone (their input
+# differs from the embedding heads' beside them), run from their committed files.
+FEATURE_HEADS = ("sentiment/2", "intent/2", "toxicity/3")
 # Server-side queue timeout asked for by the slow tests (Triton caps it at the config's 120 s):
 # a shared 2-core CPU needs a while for 8 x 100 messages; what is tested is that all are answered.
 SLOW_QUEUE_TIMEOUT_US = 300_000_000
@@ -132,14 +135,15 @@ def _composing_steps(
 ) -> dict[str, Array]:
     """The former ensemble by hand: tokenizer, encoder, then each head, one call after another.
     The encoder is the int8 CPU file the moderation models run here (run in process in their
-    length groups); heads served alone are called on Triton; sentiment 2 (not served alone: it
-    reads the encoder's features and VADER's scores) runs its committed file with onnxruntime."""
+    length groups); heads served alone are called on Triton; the features heads (not served
+    alone: they read the encoder's features and VADER's scores) run their committed files with
+    onnxruntime."""
     encoded = _cpu_encode(client, texts)
     vec = _embedding_input(encoded["embedding"])
     out = {}
     for output, head in heads.items():
         model, version = head.split("/")
-        if head == "sentiment/2":
+        if head in FEATURE_HEADS:
             lexicon = lexicon_scores(SentimentIntensityAnalyzer(), texts)
             session = ort.InferenceSession(
                 str(REPOSITORY / head / "model.onnx"), providers=["CPUExecutionProvider"]
@@ -253,28 +257,26 @@ def test_clear_abuse_scores_more_toxic_than_clear_praise(
 def test_pinned_old_toxicity_differs_from_latest(
     client: grpcclient.InferenceServerClient,
 ) -> None:
-    """moderation_v1 (sentiment 1, toxicity 1) answers differently from moderation (sentiment 2,
-    toxicity 2) on those outputs, and identically on the shared intent head."""
+    """moderation_v1 (sentiment 1, intent 1, toxicity 1) answers differently from moderation
+    (sentiment 2, intent 2, toxicity 3) on every output."""
     texts = [*ABUSE["en"], *PRAISE["en"], *ABUSE["zh"]]
     latest = _infer(client, texts, "moderation")
     pinned = _infer(client, texts, "moderation_v1")
-    assert float(np.abs(latest["TOXICITY"] - pinned["TOXICITY"]).max()) > 1e-3
-    assert float(np.abs(latest["SENTIMENT"] - pinned["SENTIMENT"]).max()) > 1e-3
-    assert np.allclose(latest["INTENT"], pinned["INTENT"], atol=1e-6)
+    for name in MODEL_OUTPUTS:
+        assert float(np.abs(latest[name] - pinned[name]).max()) > 1e-3, name
 
 
 def test_head_versions_can_be_addressed_directly(
     client: grpcclient.InferenceServerClient,
 ) -> None:
-    """Both toxicity versions are served at once; fed the encoder's embedding of the same
-    messages they answer differently, and each matches the moderation model that pins it."""
+    """Both embedding toxicity versions are served at once; fed the encoder's embedding of the
+    same messages they answer differently, and version 1 matches moderation_v1, which pins it."""
     texts = [*ABUSE["en"], *ABUSE["zh"]]
     vec = _embedding_input(_cpu_encode(client, texts)["embedding"])
     one = client.infer("toxicity", [vec], model_version="1").as_numpy("probabilities")
     two = client.infer("toxicity", [vec], model_version="2").as_numpy("probabilities")
     assert one.shape == two.shape == (len(texts), 3)
     assert float(np.abs(one - two).max()) > 1e-3
-    assert np.allclose(two, _infer(client, texts, "moderation")["TOXICITY"], atol=1e-5)
     assert np.allclose(one, _infer(client, texts, "moderation_v1")["TOXICITY"], atol=1e-5)
 
 
@@ -321,8 +323,10 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
     alone = _infer(client, batches[5], queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
     for name in MODEL_OUTPUTS:
         # The int8 CPU encoder scales activations per length group, and the dynamic batcher may
-        # have merged these requests into other groups: close, not equal (float32: 1e-5).
-        assert float(np.abs(results[5][name] - alone[name]).max()) <= 0.2
+        # have merged these requests into other groups: close, not equal (float32: 1e-5). The
+        # features heads read the quantised middle blocks too, so they move more than the
+        # embedding heads did (largest row difference measured 0.21-0.22, was under 0.2).
+        assert float(np.abs(results[5][name] - alone[name]).max()) <= 0.3
         same = np.argmax(results[5][name], axis=1) == np.argmax(alone[name], axis=1)
         assert float(same.mean()) >= 0.95
 

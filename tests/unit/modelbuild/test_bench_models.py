@@ -25,7 +25,7 @@ def test_model_args_carry_the_served_config() -> None:
     ]
     params = {k: v["string_value"] for k, v in config["parameters"].items()}
     assert params["sentiment_file"] == "../sentiment/2/model.onnx"
-    assert params["toxicity_file"] == "../toxicity/2/model.onnx"
+    assert params["toxicity_file"] == "../toxicity/3/model.onnx"
     assert params["max_length"] == "64"
 
 

@@ -192,7 +192,7 @@ def test_served_config_reads_the_moderation_model() -> None:
     args = served_config(project_root() / "model_repository")
     config = json.loads(args["model_config"])
     assert [o["name"] for o in config["output"]] == ["SENTIMENT", "INTENT", "TOXICITY"]
-    assert config["parameters"]["toxicity_file"]["string_value"] == "../toxicity/2/model.onnx"
+    assert config["parameters"]["toxicity_file"]["string_value"] == "../toxicity/3/model.onnx"
 
 
 def test_if_plain_caught_counts_only_disguises_of_caught_seeds() -> None:

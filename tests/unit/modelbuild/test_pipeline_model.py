@@ -31,8 +31,10 @@ from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, Dense, Head, save_
 Array = np.ndarray[Any, Any]
 REPOSITORY = project_root() / "model_repository"
 WIDTHS = {"SENTIMENT": 3, "INTENT": 4, "TOXICITY": 3}
-HEAD_FOLDERS = {"SENTIMENT": "sentiment/2", "INTENT": "intent/1", "TOXICITY": "toxicity/2"}
-FEATURE_HEADS = {"SENTIMENT"}  # read the encoder's features + VADER scores, not the embedding
+HEAD_FOLDERS = {"SENTIMENT": "sentiment/2", "INTENT": "intent/2", "TOXICITY": "toxicity/3"}
+# In this tiny repository only sentiment reads the encoder's features + VADER scores, so both
+# kinds of head are exercised (the real moderation model's intent and toxicity read features too).
+FEATURE_HEADS = {"SENTIMENT"}
 FEATURES_WIDTH = 2 * HIDDEN + 4  # the tiny encoder pools block 1 and the embedding
 # Word-level vocabulary whose ids are the tiny e5 model's pieces (0..9).
 VOCAB = {"<s>": 0, "<pad>": 1, "</s>": 2, "<unk>": 3, "query": 4, "a": 5, "b": 6, "hello": 7}
@@ -309,10 +311,11 @@ def _parameters(model: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize(
-    ("model", "sentiment", "toxicity"), [("moderation", "2", "2"), ("moderation_v1", "1", "1")]
+    ("model", "sentiment", "intent", "toxicity"),
+    [("moderation", "2", "2", "3"), ("moderation_v1", "1", "1", "1")],
 )
 def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
-    model: str, sentiment: str, toxicity: str
+    model: str, sentiment: str, intent: str, toxicity: str
 ) -> None:
     """Each moderation model tokenizes like the tokenizer model, reads the encoder and tokenizer
     in place (no copy) and pins its head versions; the committed head files exist."""
@@ -327,6 +330,7 @@ def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
     assert params["tokenizer_file"] == "../tokenizer/1/tokenizer.json"
     assert params["toxicity_file"] == f"../toxicity/{toxicity}/model.onnx"
     assert params["sentiment_file"] == f"../sentiment/{sentiment}/model.onnx"
+    assert params["intent_file"] == f"../intent/{intent}/model.onnx"
     for key in ("sentiment_file", "intent_file", "toxicity_file"):
         assert (REPOSITORY / model / params[key]).resolve().is_file()
     assert 'backend: "python"' in (REPOSITORY / model / "config.pbtxt").read_text()
