@@ -182,12 +182,23 @@ def test_hate_outranks_offensive_for_category() -> None:
 
 
 def test_grey_zone_escalates() -> None:
-    """Toxicity in [escalate_low, escalate_high) escalates even when allowed."""
-    result = decide(RuleOutcome(), _scores(offensive=0.5), T)
+    """Toxicity in [escalate_low, escalate_high) escalates even when allowed (a grey zone that
+    starts below the flag threshold)."""
+    wide = PolicyThresholds(escalate_low=0.45)
+    result = decide(RuleOutcome(), _scores(offensive=0.5), wide)
     assert result.decision is Decision.ALLOW
     assert result.escalate
     assert result.category == "offensive"
     assert "grey_zone:toxicity=0.500" in result.reasons
+
+
+def test_default_grey_zone_starts_at_the_flag_threshold() -> None:
+    """By default what the model allows is not escalated; what it flags is, up to the block."""
+    assert T.escalate_low == T.flag_offensive
+    allowed = decide(RuleOutcome(), _scores(offensive=0.55), T)
+    assert (allowed.decision, allowed.escalate) == (Decision.ALLOW, False)
+    flagged = decide(RuleOutcome(), _scores(offensive=0.7), T)
+    assert (flagged.decision, flagged.escalate) == (Decision.FLAG, True)
 
 
 def test_below_grey_zone_does_not_escalate() -> None:
@@ -238,7 +249,7 @@ def test_priority_formula_for_model_decisions() -> None:
     """priority = 0.6 * severity weight + 0.4 * confidence (hate block, severe: 1.0 weight)."""
     result = decide(RuleOutcome(), _scores(hate=0.9), T)
     assert result.priority == pytest.approx(0.6 * 1.0 + 0.4 * 0.9)
-    grey = decide(RuleOutcome(), _scores(offensive=0.5), T)
+    grey = decide(RuleOutcome(), _scores(offensive=0.5), PolicyThresholds(escalate_low=0.45))
     assert grey.priority == pytest.approx(0.6 * 0.5 + 0.4 * 0.5)
 
 

@@ -35,7 +35,7 @@ def _keywords_engine(*keywords: str) -> RuleEngine:
     [
         ("f u c k you", "en.offensive.profanity"),
         ("f.u.c.k off", "en.offensive.profanity"),
-        ("you d-i-c-k", "en.offensive.profanity"),
+        ("you d-i-c-k-h-e-a-d", "en.offensive.profanity"),
         ("f\u03c5ck this", "en.offensive.profanity"),  # Greek upsilon
         ("\U0001d41f\U0001d42e\U0001d41c\U0001d424", "en.offensive.profanity"),
         ("you a$$hole", "en.offensive.profanity"),
