@@ -69,7 +69,7 @@ def _claim(row: Any, fresh: bool) -> Claim:
 class ClaimStore:
     """Claims message ids and reads their stored verdicts back."""
 
-    def __init__(self, database: Database, *, max_items: int = 256, max_in_flight: int = 2) -> None:
+    def __init__(self, database: Database, *, max_items: int = 256, max_in_flight: int = 1) -> None:
         self._database = database
         self._claims: Coalescer[tuple[str, datetime], Claim] = Coalescer(
             self.claim_many, max_items=max_items, max_in_flight=max_in_flight

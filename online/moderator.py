@@ -85,7 +85,7 @@ class OnlineModerator:
         self.engine = engine
         self._strikes = strikes
         self._prefetch: Coalescer[str, None] = Coalescer(
-            self._prefetch_many, max_items=256, max_in_flight=2
+            self._prefetch_many, max_items=256, max_in_flight=1
         )
         self._settings = settings
         self._admitted = 0
