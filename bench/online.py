@@ -53,7 +53,7 @@ from bench.models import (
     sample_messages,
     triton_infer,
 )
-from bench.process_stats import busy_fraction, machine_ticks
+from bench.process_stats import busiest, busy_fraction, cpu_by_process, machine_ticks
 from bench.process_stats import sample as process_sample
 from online.api import moderation_pb2 as pb
 from online.settings import OnlineSettings
@@ -81,6 +81,8 @@ class LoadResult:
     client_cores: float = 0.0
     machine_busy: float = 0.0
     """Share of all cores' time the machine was busy during the measured run."""
+    busiest: list[tuple[str, float]] = field(default_factory=list)
+    """The programs that used the most cores during the measured run (``bench.process_stats``)."""
 
     @property
     def rps(self) -> float:
@@ -274,10 +276,12 @@ async def measure(
             # a short warm-up (connections, first model call), not measured
             await run_load(port, token, texts, min(rate, 50.0), 1.0, deadline_s)
             service, client = process_sample(pid), process_sample(os.getpid())
-            ticks = machine_ticks()
+            ticks, everyone = machine_ticks(), cpu_by_process()
             latencies, statuses, wall = await run_load(
                 port, token, texts, rate, seconds, deadline_s
             )
+            names = {pid: "service", os.getpid(): "client"}
+            top = busiest(everyone, cpu_by_process(), wall, names)
             service_cpu = process_sample(pid).cpu_s - service.cpu_s
             client_cpu = process_sample(os.getpid()).cpu_s - client.cpu_s
             busy = busy_fraction(ticks, machine_ticks())
@@ -291,6 +295,7 @@ async def measure(
             service_cpu / wall,
             client_cpu / wall,
             busy,
+            top,
         )
 
 
@@ -305,6 +310,8 @@ def _report(label: str, result: LoadResult, rate: float) -> None:
         f"machine_busy={result.machine_busy:.2f}",
         flush=True,
     )
+    cores = " ".join(f"{name}={used:.2f}" for name, used in result.busiest)
+    print(f"  cores used: {cores}", flush=True)
 
 
 def _batch32_ms(url: str, model: str, batches: int) -> float:
