@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bench.models import _batch, _interleaved, _messages, _model_args
+from bench.models import _interleaved, _model_args, cycled_batch, sample_messages
 
 if TYPE_CHECKING:
     from modelbuild.build import BuildPaths
@@ -98,8 +98,8 @@ def measure(
     model: str = "moderation", batches: int = 10, threads: int = 2
 ) -> tuple[float, float, Scores, Scores, list[list[str]]]:
     """fp32 and CPU (int8 encoder) rates of the served code, interleaved on the same batches."""
-    messages = _messages()
-    timed = [_batch(messages, 100, 100 * i) for i in range(batches)]
+    messages = sample_messages()
+    timed = [cycled_batch(messages, 100, 100 * i) for i in range(batches)]
     fp32 = served_scores(_REPOSITORY, model, threads, cpu_encoder=False)
     cpu = served_scores(_REPOSITORY, model, threads, cpu_encoder=True)
     fp32_rate, cpu_rate = _interleaved(fp32, cpu, timed)

@@ -30,23 +30,36 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = [
+    "REPOSITORY",
+    "cycled_batch",
+    "main",
+    "messages_per_s",
+    "private_server",
+    "sample_messages",
+    "triton_infer",
+]
 
 _ROOT = Path(__file__).resolve().parent.parent
-_REPOSITORY = _ROOT / "model_repository"
+REPOSITORY = _ROOT / "model_repository"
+PRIVATE_PORTS = (28200, 28201, 28202)
+"""HTTP, gRPC and metrics ports of the private server."""
 _SAMPLES = _ROOT / "pipelines" / "samples" / "chat.jsonl"
 
 
-def _messages() -> list[str]:
+def sample_messages() -> list[str]:
+    """The sample chat lines (``pipelines/samples/chat.jsonl``), in file order."""
     lines = _SAMPLES.read_text(encoding="utf-8").splitlines()
     return [json.loads(line)["text"] for line in lines if line.strip()]
 
 
-def _batch(messages: list[str], size: int, offset: int) -> list[str]:
+def cycled_batch(messages: list[str], size: int, offset: int) -> list[str]:
+    """``size`` messages from ``offset`` on, cycling through ``messages``."""
     return [messages[(offset + i) % len(messages)] for i in range(size)]
 
 
-def _rate(fn: Callable[[list[str]], object], batches: list[list[str]]) -> float:
+def messages_per_s(fn: Callable[[list[str]], object], batches: list[list[str]]) -> float:
+    """Messages per second of ``fn`` over ``batches``, one call at a time (after one warm-up)."""
     fn(batches[0])  # warm-up
     start = time.perf_counter()
     count = 0
@@ -101,7 +114,17 @@ def _direct(repository: Path, model: str, threads: int) -> Callable[[list[str]],
     return served.scores
 
 
-def _triton(url: str, model: str) -> Callable[[list[str]], object]:
+def private_server(stack: ExitStack, repository: Path) -> str:
+    """Start a ``tritonserver`` of our own over ``repository`` (ports 28200-28202, state in a
+    temporary directory), stopped when ``stack`` closes; its gRPC address."""
+    from stack import private_triton
+
+    state = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    return stack.enter_context(private_triton(repository, state, PRIVATE_PORTS)).endpoint
+
+
+def triton_infer(url: str, model: str) -> Callable[[list[str]], object]:
+    """One blocking gRPC ``infer`` of ``model`` at ``url`` per call, over a batch of texts."""
     import tritonclient.grpc as grpcclient
 
     client = grpcclient.InferenceServerClient(url)
@@ -122,25 +145,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=20, help="timed batches of 100")
     parser.add_argument("--threads", type=int, default=2, help="encoder intra-op threads (ort)")
     args = parser.parse_args(argv)
-    if not (_REPOSITORY / "encoder" / "1" / "model.onnx").is_file():
+    if not (REPOSITORY / "encoder" / "1" / "model.onnx").is_file():
         print("run `modstream models build` first", file=sys.stderr)
         return 2
-    messages = _messages()
+    messages = sample_messages()
     with ExitStack() as stack:
-        url = args.url
-        if url is None:
-            from stack import private_triton
-
-            state = Path(stack.enter_context(tempfile.TemporaryDirectory()))
-            ports = (28200, 28201, 28202)
-            url = stack.enter_context(private_triton(_REPOSITORY, state, ports)).endpoint
-        b100 = [_batch(messages, 100, 100 * i) for i in range(args.batches)]
-        direct = _direct(_REPOSITORY, args.model, args.threads)
-        triton = _triton(url, args.model)
+        url = args.url or private_server(stack, REPOSITORY)
+        b100 = [cycled_batch(messages, 100, 100 * i) for i in range(args.batches)]
+        direct = _direct(REPOSITORY, args.model, args.threads)
+        triton = triton_infer(url, args.model)
         rates: dict[int, float] = {}
         for size, count in ((1, 100), (32, max(4, args.batches * 3))):
-            batches = [_batch(messages, size, size * i) for i in range(count)]
-            rates[size] = _rate(triton, batches)
+            batches = [cycled_batch(messages, size, size * i) for i in range(count)]
+            rates[size] = messages_per_s(triton, batches)
             print(f"triton     batch={size:<3d} msgs_per_s={rates[size]:.1f}")
         ort_rate, rates[100] = _interleaved(direct, triton, b100)
         print(f"ort        batch=100 msgs_per_s={ort_rate:.1f}")

@@ -1,16 +1,21 @@
 """``python -m bench.online``: the online service under an open-loop load (fixed arrival rate).
 
-A ``modstream online`` process is started on a throw-away database (created and migrated here,
-dropped after) with its own verdict topic. Calls are sent at a fixed rate whether or not earlier
-ones have answered (open loop: a slow server cannot slow the arrivals down, so queueing shows up
-in the latency, measured from each call's scheduled send time). Printed: p50/p95/p99 latency,
-achieved rate (answered calls per second of the run), status codes, and the mean coalesced model
-batch (model verdict rows per ``batch_id`` in the database).
+For each run a ``modstream online`` process is started on a throw-away database (created and
+migrated here, dropped after) with its own verdict topic. Calls are sent at a fixed rate whether
+or not earlier ones have answered (open loop: a slow server cannot slow the arrivals down, so
+queueing shows up in the latency, measured from each call's scheduled send time). Printed per
+run: p50/p95/p99 latency, achieved rate (answered calls per second of the run), status codes,
+how the verdicts were decided, the mean coalesced model batch (model verdict rows per
+``batch_id``), and the CPU the service and this client used (cores) with the machine's busy share.
 
-The local stack serves the fixture model; ``--real-triton-url`` runs the same load against a
-Triton serving the real ``model_repository/`` (else its figures are ``n/a``, with the reason).
-The last line is ``online_p99_ms_fixture=… online_rps_fixture=… online_p99_ms_real=…
-online_rps_real=… coalesced_batch_mean=…``.
+Fixture leg: the local stack's Triton (the fixture model), at each of ``--rates``. Real leg (when
+``--model-repository`` holds a built ``model_repository/``, or with ``--real-triton-url``): a
+private ``tritonserver`` on it (``bench.models.private_server``, ports 28200-28202); the model's
+own batch-32 rate is measured (one request at a time, before and after the load), the service is
+loaded at ``--real-fraction`` (80 %) of that rate, and its p99 is compared with twice the
+batch-32 time, all in one run. Last line: ``online_p99_ms_fixture=… online_rps_fixture=…``
+(the run at the highest fixture rate) ``online_p99_ms_real=… online_rps_real=…
+coalesced_batch_mean=…`` (of the real leg; of that fixture run when the real leg is skipped).
 """
 
 from __future__ import annotations
@@ -21,14 +26,16 @@ import math
 import os
 import random
 import socket
+import statistics
 import sys
 import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -38,13 +45,23 @@ from grpc_health.v1 import health_pb2
 from pydantic import SecretStr
 
 from admin.migrate import migrate
+from bench.models import (
+    REPOSITORY,
+    cycled_batch,
+    messages_per_s,
+    private_server,
+    sample_messages,
+    triton_infer,
+)
+from bench.process_stats import busiest, busy_fraction, cpu_by_process, machine_ticks
+from bench.process_stats import sample as process_sample
 from online.api import moderation_pb2 as pb
 from online.settings import OnlineSettings
 from review.auth import create_user
 from review.schemas import Role
 from stack.samples import load_texts
 
-__all__ = ["LoadResult", "main", "percentile", "run_load"]
+__all__ = ["LoadResult", "main", "percentile", "real_target_ms", "run_load"]
 
 _CHECK = "/modstream.v1.ModerationService/CheckMessage"
 
@@ -57,6 +74,15 @@ class LoadResult:
     statuses: Counter[str]
     seconds: float
     batch_mean: float
+    decided_by: Counter[str] = field(default_factory=Counter)
+    """Verdict rows per ``decided_by`` (``model``, ``rules``, ``pending_model``)."""
+    service_cores: float = 0.0
+    """CPU seconds the service used per second of the measured run."""
+    client_cores: float = 0.0
+    machine_busy: float = 0.0
+    """Share of all cores' time the machine was busy during the measured run."""
+    busiest: list[tuple[str, float]] = field(default_factory=list)
+    """The programs that used the most cores during the measured run (``bench.process_stats``)."""
 
     @property
     def rps(self) -> float:
@@ -116,8 +142,13 @@ async def _scratch(settings: OnlineSettings) -> AsyncIterator[tuple[str, str, st
         await conn.close()
 
 
+def real_target_ms(batch32_ms: float) -> float:
+    """The real-model p99 target: twice the model's own batch-32 time."""
+    return 2.0 * batch32_ms
+
+
 @asynccontextmanager
-async def _service(env: dict[str, str], port: int) -> AsyncIterator[None]:
+async def _service(env: dict[str, str], port: int) -> AsyncIterator[int]:
     """``modstream online`` as a child process, until it answers health checks."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -146,7 +177,7 @@ async def _service(env: dict[str, str], port: int) -> AsyncIterator[None]:
                 if time.monotonic() > deadline or process.returncode is not None:
                     raise RuntimeError("modstream online did not become SERVING within 60 s")
                 await asyncio.sleep(0.2)
-        yield
+        yield process.pid
     finally:
         if process.returncode is None:
             process.terminate()
@@ -202,16 +233,22 @@ async def run_load(
     return latencies, statuses, wall
 
 
-async def _batch_mean(dsn: str) -> float:
+async def _verdict_figures(dsn: str) -> tuple[float, Counter[str]]:
+    """The mean model batch (rows per ``batch_id``) and the rows per ``decided_by``."""
     conn = await asyncpg.connect(dsn)
     try:
         row = await conn.fetchrow(
             "SELECT count(*) AS n, count(DISTINCT batch_id) AS b FROM verdicts "
             "WHERE source_topic = 'online' AND decided_by = 'model'"
         )
+        kinds = await conn.fetch(
+            "SELECT decided_by, count(*) AS n FROM verdicts WHERE source_topic = 'online' "
+            "GROUP BY decided_by"
+        )
     finally:
         await conn.close()
-    return float(row["n"]) / float(row["b"]) if row is not None and row["b"] else 0.0
+    mean = float(row["n"]) / float(row["b"]) if row is not None and row["b"] else 0.0
+    return mean, Counter({str(k["decided_by"]): int(k["n"]) for k in kinds})
 
 
 async def measure(
@@ -221,6 +258,7 @@ async def measure(
     seconds: float,
     deadline_s: float,
     texts: Sequence[str],
+    extra_env: dict[str, str] | None = None,
 ) -> LoadResult:
     """One run against a fresh service that talks to the Triton at ``triton_url``."""
     async with _scratch(settings) as (dsn, topic, token):
@@ -232,14 +270,33 @@ async def measure(
             "MODSTREAM_ONLINE__HEALTH_INTERVAL_S": "0.5",
             "MODSTREAM_TRITON__GRPC_URL": triton_url,
             "MODSTREAM_LOG_LEVEL": "warning",
+            **(extra_env or {}),
         }
-        async with _service(env, port):
+        async with _service(env, port) as pid:
             # a short warm-up (connections, first model call), not measured
             await run_load(port, token, texts, min(rate, 50.0), 1.0, deadline_s)
+            service, client = process_sample(pid), process_sample(os.getpid())
+            ticks, everyone = machine_ticks(), cpu_by_process()
             latencies, statuses, wall = await run_load(
                 port, token, texts, rate, seconds, deadline_s
             )
-        return LoadResult(latencies, statuses, wall, await _batch_mean(dsn))
+            names = {pid: "service", os.getpid(): "client"}
+            top = busiest(everyone, cpu_by_process(), wall, names)
+            service_cpu = process_sample(pid).cpu_s - service.cpu_s
+            client_cpu = process_sample(os.getpid()).cpu_s - client.cpu_s
+            busy = busy_fraction(ticks, machine_ticks())
+        mean, decided_by = await _verdict_figures(dsn)
+        return LoadResult(
+            latencies,
+            statuses,
+            wall,
+            mean,
+            decided_by,
+            service_cpu / wall,
+            client_cpu / wall,
+            busy,
+            top,
+        )
 
 
 def _report(label: str, result: LoadResult, rate: float) -> None:
@@ -248,44 +305,124 @@ def _report(label: str, result: LoadResult, rate: float) -> None:
         f"{label}: offered={rate:.0f}/s achieved={result.rps:.1f}/s "
         f"p50={percentile(lat, 50):.1f}ms p95={percentile(lat, 95):.1f}ms "
         f"p99={percentile(lat, 99):.1f}ms statuses={dict(result.statuses)} "
-        f"coalesced_batch_mean={result.batch_mean:.2f}"
+        f"decided_by={dict(result.decided_by)} coalesced_batch_mean={result.batch_mean:.2f} "
+        f"service_cores={result.service_cores:.2f} client_cores={result.client_cores:.2f} "
+        f"machine_busy={result.machine_busy:.2f}",
+        flush=True,
     )
+    cores = " ".join(f"{name}={used:.2f}" for name, used in result.busiest)
+    print(f"  cores used: {cores}", flush=True)
 
 
-async def main(rate: float, seconds: float, deadline_ms: float, real_url: str | None) -> None:
+def _batch32_ms(url: str, model: str, batches: int) -> float:
+    """The model's own time for one request of 32 messages (one request at a time)."""
+    messages = sample_messages()
+    work = [cycled_batch(messages, 32, 32 * i) for i in range(batches)]
+    return 32_000.0 / messages_per_s(triton_infer(url, model), work)
+
+
+def _real_leg(args: argparse.Namespace, settings: OnlineSettings, texts: list[str]) -> LoadResult:
+    """Batch-32 time, the online service at ``real_fraction`` of that rate, batch-32 again."""
+    with ExitStack() as stack:
+        url = args.real_triton_url or private_server(stack, args.model_repository)
+        model = settings.triton.model_name
+        before = _batch32_ms(url, model, args.batch32_requests)
+        print(f"real: model batch-32 time {before:.1f} ms ({32_000.0 / before:.1f} msgs/s)")
+        rate = args.real_fraction * 32_000.0 / before
+        budget_ms = args.real_model_budget_ms or 4.0 * before
+        deadline_s = max(args.deadline_ms, 2.0 * budget_ms) / 1000.0
+        env = {"MODSTREAM_ONLINE__MODEL_BUDGET_MS": f"{budget_ms:.0f}"}
+        print(f"real: model_budget_ms={budget_ms:.0f} deadline={deadline_s * 1000:.0f}ms")
+        result = asyncio.run(measure(settings, url, rate, args.seconds, deadline_s, texts, env))
+        after = _batch32_ms(url, model, args.batch32_requests)
+    batch32 = statistics.fmean([before, after])
+    _report("real", result, rate)
+    target = real_target_ms(batch32)
+    print(
+        f"real: batch-32 time {before:.1f} ms before, {after:.1f} ms after the load; "
+        f"offered {args.real_fraction:.0%} of {32_000.0 / batch32:.1f} msgs/s; "
+        f"p99 {result.p99_ms:.1f} ms vs target {target:.1f} ms (2x batch-32): "
+        f"ratio {result.p99_ms / target:.2f} ({'met' if result.p99_ms <= target else 'not met'}); "
+        f"coalesced batch {result.batch_mean:.2f} "
+        f"({'met' if result.batch_mean > 4 else 'not met'}: > 4)"
+    )
+    return result
+
+
+def _real_available(args: argparse.Namespace) -> str | None:
+    """Why the real leg is skipped, or ``None`` to run it."""
+    if args.no_real:
+        return "--no-real"
+    if (
+        args.real_triton_url is None
+        and not (args.model_repository / "encoder" / "1" / "model.onnx").is_file()
+    ):
+        return f"{args.model_repository} is not built (modstream models build)"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.online", description=__doc__)
+    parser.add_argument(
+        "--rates", default="100,300,500", help="fixture calls per second, comma-separated"
+    )
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per run")
+    parser.add_argument("--deadline-ms", type=float, default=1000.0, help="per-call deadline")
+    parser.add_argument("--no-real", action="store_true", help="skip the real-model leg")
+    parser.add_argument(
+        "--model-repository", type=Path, default=REPOSITORY, help="built real models"
+    )
+    parser.add_argument("--real-triton-url", default=None, help="a Triton serving the real models")
+    parser.add_argument("--real-fraction", type=float, default=0.8, help="of the batch-32 rate")
+    parser.add_argument(
+        "--real-model-budget-ms",
+        type=float,
+        default=None,
+        help="the service's model budget in the real leg (default 4x the batch-32 time)",
+    )
+    parser.add_argument("--batch32-requests", type=int, default=12, help="timed batch-32 calls")
+    args = parser.parse_args(argv)
+    args.model_repository = args.model_repository.resolve()
+    rates = [float(r) for r in args.rates.split(",") if r.strip()]
     settings = OnlineSettings()
     texts = [t for _, _, t in load_texts()]
     print(
-        f"open loop: rate={rate:.0f}/s seconds={seconds:.0f} deadline={deadline_ms:.0f}ms "
+        f"open loop: rates={rates} seconds={args.seconds:.0f} deadline={args.deadline_ms:.0f}ms "
         f"max_items={settings.online.max_items} max_wait_ms={settings.online.max_wait_ms} "
-        f"model_budget_ms={settings.online.model_budget_ms}"
+        f"model_budget_ms={settings.online.model_budget_ms} cores={os.cpu_count()}",
+        flush=True,
     )
-    fixture = await measure(
-        settings, settings.triton.grpc_url, rate, seconds, deadline_ms / 1000.0, texts
-    )
-    _report("fixture", fixture, rate)
-    real_p99 = real_rps = "n/a"
-    if real_url is None:
-        print(
-            "real: not measured: the local stack's Triton serves the fixture model; pass "
-            "--real-triton-url for a Triton serving model_repository/ (modstream models build)"
+    fixture: LoadResult | None = None
+    for rate in rates:
+        fixture = asyncio.run(
+            measure(
+                settings,
+                settings.triton.grpc_url,
+                rate,
+                args.seconds,
+                args.deadline_ms / 1000.0,
+                texts,
+            )
         )
+        _report("fixture", fixture, rate)
+    if fixture is None:
+        parser.error("no --rates given")
+    real_p99 = real_rps = "n/a"
+    batch_mean = fixture.batch_mean
+    skipped = _real_available(args)
+    if skipped is not None:
+        print(f"real: not measured: {skipped}")
     else:
-        real = await measure(settings, real_url, rate, seconds, deadline_ms / 1000.0, texts)
-        _report("real", real, rate)
+        real = _real_leg(args, settings, texts)
         real_p99, real_rps = f"{real.p99_ms:.1f}", f"{real.rps:.1f}"
+        batch_mean = real.batch_mean
     print(
         f"online_p99_ms_fixture={fixture.p99_ms:.1f} online_rps_fixture={fixture.rps:.1f} "
         f"online_p99_ms_real={real_p99} online_rps_real={real_rps} "
-        f"coalesced_batch_mean={fixture.batch_mean:.2f}"
+        f"coalesced_batch_mean={batch_mean:.2f}"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--rate", type=float, default=200.0, help="calls per second (default 200)")
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds (10)")
-    parser.add_argument("--deadline-ms", type=float, default=1000.0, help="per-call deadline")
-    parser.add_argument("--real-triton-url", default=None, help="a Triton serving the real models")
-    args = parser.parse_args()
-    asyncio.run(main(args.rate, args.seconds, args.deadline_ms, args.real_triton_url))
+    sys.exit(main())

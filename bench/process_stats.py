@@ -1,5 +1,6 @@
 """What a running process costs, read from ``/proc``: CPU seconds, resident memory, open files;
-and how busy the whole machine was between two readings of ``/proc/stat``.
+how busy the whole machine was between two readings of ``/proc/stat``; and which programs used
+the cores between two readings of every process (``cpu_by_process``, ``busiest``).
 
 The benchmarks compare the worker's CPU per message and watch its memory and descriptors over a
 soak; the shared machine is too noisy for wall time alone, CPU time is not.
@@ -13,7 +14,10 @@ from pathlib import Path
 
 __all__ = [
     "ProcessSample",
+    "busiest",
     "busy_fraction",
+    "command_name_from_stat",
+    "cpu_by_process",
     "cpu_seconds_from_stat",
     "machine_ticks",
     "machine_ticks_from_stat",
@@ -46,6 +50,45 @@ def cpu_seconds_from_stat(stat: str, ticks_per_s: int = _TICKS_PER_S) -> float:
     utime = int(after_name[_UTIME_FIELD - 2])
     stime = int(after_name[_UTIME_FIELD - 1])
     return (utime + stime) / ticks_per_s
+
+
+def command_name_from_stat(stat: str) -> str:
+    """The command name (field 2, between the first ``(`` and the last ``)``) of a stat text."""
+    return stat[stat.index("(") + 1 : stat.rindex(")")]
+
+
+def cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Every process's command name and CPU seconds so far (one that exits meanwhile is left
+    out)."""
+    readings: dict[int, tuple[str, float]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = (Path("/proc") / entry / "stat").read_text()
+        except OSError:
+            continue
+        readings[int(entry)] = (command_name_from_stat(stat), cpu_seconds_from_stat(stat))
+    return readings
+
+
+def busiest(
+    before: dict[int, tuple[str, float]],
+    after: dict[int, tuple[str, float]],
+    seconds: float,
+    names: dict[int, str],
+    count: int = 6,
+) -> list[tuple[str, float]]:
+    """The ``count`` programs that used the most cores between two ``cpu_by_process``
+    readings ``seconds`` apart, busiest first. Processes of one command name are summed (all
+    PostgreSQL backends are ``postgres``); ``names`` labels particular pids instead."""
+    used: dict[str, float] = {}
+    for pid, (name, cpu_s) in after.items():
+        start = before.get(pid)
+        spent = cpu_s - (start[1] if start is not None and start[0] == name else 0.0)
+        label = names.get(pid, name)
+        used[label] = used.get(label, 0.0) + spent / seconds
+    return sorted(used.items(), key=lambda item: item[1], reverse=True)[:count]
 
 
 def rss_bytes_from_status(status: str) -> int:

@@ -1,6 +1,7 @@
 """The online service's wiring: the daemon's parts behind the gRPC server, run until stopped.
 
-Parts reused from the daemon: the PostgreSQL pool and stores, the Kafka publisher, the Triton
+Parts reused from the daemon: the PostgreSQL pool (without asyncpg's reset query on each
+checkout: nothing here changes session state) and stores, the Kafka publisher, the Triton
 client (with its deadline, retries and circuit breaker), the rule engine and its file watcher,
 the strikes cache, the ``BatchProcessor`` (decide, one transaction, publish after durable), the
 outbox relay and the re-scorer. The relay and the re-scorer run over the online rows only
@@ -89,7 +90,7 @@ class OnlineService:
     async def run(self, stop: asyncio.Event) -> None:
         s = self._settings
         async with AsyncExitStack() as stack:
-            database = Database(s.postgres)
+            database = Database(s.postgres, light_reset=True)  # no session state is changed
             await database.start()
             stack.push_async_callback(database.stop)
             await ensure_verdict_partitions(database)

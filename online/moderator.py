@@ -7,6 +7,9 @@ its durable verdict. A message id seen before is answered with the stored verdic
 deciding it in this process, from its row, or, when its first call vanished without a row, by
 deciding it again at the same coordinates (the insert is idempotent) and reading the row back.
 
+The claim and the sender's strikes are looked up together with those of the other calls of the
+moment (``online.coalesce``): one query each for a group of calls, not one per call.
+
 Time: the caller's deadline bounds everything. The model gets at most ``model_budget_ms`` from
 arrival and never more than the deadline minus ``write_reserve_ms``; past that the message gets
 the rules-only ``pending_model`` verdict and waits for the re-scorer.
@@ -17,13 +20,14 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
 from online.claims import Claim
+from online.coalesce import Coalescer
 from online.collector import Collector
 from online.errors import Overloaded, StoreDown
 from online.settings import OnlineSection
@@ -80,6 +84,9 @@ class OnlineModerator:
         self._claims = claims
         self.engine = engine
         self._strikes = strikes
+        self._prefetch: Coalescer[str, None] = Coalescer(
+            self._prefetch_many, max_items=256, max_in_flight=1
+        )
         self._settings = settings
         self._admitted = 0
         self._deciding: dict[str, asyncio.Future[Verdict]] = {}
@@ -129,7 +136,7 @@ class OnlineModerator:
         self, message: ChatMessage, position: SourcePosition, started: float, deadline: float
     ) -> Answer:
         if self._strikes is not None:
-            await self._strikes.prefetch([message.sender_id])
+            await self._prefetch(message.sender_id)
             message = self._strikes.enrich(message)
         rules_started = time.monotonic()
         outcome = self.engine.evaluate(message)
@@ -154,6 +161,12 @@ class OnlineModerator:
                 total_ms=(finished - started) * 1000.0,
             ),
         )
+
+    async def _prefetch_many(self, sender_ids: Sequence[str]) -> list[None]:
+        """Load the strikes of a group of calls' senders (never raises: see ``StrikeCache``)."""
+        if self._strikes is not None:
+            await self._strikes.prefetch(sender_ids)
+        return [None] * len(sender_ids)
 
     def _forget(self, message_id: str, answer: asyncio.Future[Verdict]) -> None:
         if self._deciding.get(message_id) is answer:

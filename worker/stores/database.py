@@ -24,6 +24,7 @@ __all__ = [
     "Database",
     "StoreError",
     "StoreUnavailable",
+    "keep_session",
     "store_failure",
 ]
 
@@ -85,11 +86,22 @@ def store_failure(exc: BaseException, action: str) -> StoreError:
     return StoreError(f"{action} rejected: {type(exc).__name__}")
 
 
-class Database:
-    """One asyncpg pool shared by the worker's stores; ``start`` before use, ``stop`` after."""
+async def keep_session(connection: asyncpg.Connection[Any]) -> None:
+    """A pool ``reset`` that sends nothing: for pools whose users never change session state
+    (no ``SET``, ``LISTEN``, cursors or advisory locks). asyncpg still rolls back a transaction
+    left open before it calls this; the default reset costs a round trip per checkout."""
 
-    def __init__(self, settings: PostgresSettings) -> None:
+
+class Database:
+    """One asyncpg pool shared by the worker's stores; ``start`` before use, ``stop`` after.
+
+    ``light_reset``: a returned connection is not sent asyncpg's reset query
+    (:func:`keep_session`); the online service, whose every call checks a connection out, uses it.
+    """
+
+    def __init__(self, settings: PostgresSettings, *, light_reset: bool = False) -> None:
         self._settings = settings
+        self._light_reset = light_reset
         self._pool: asyncpg.Pool[Any] | None = None
 
     async def start(self) -> None:
@@ -101,6 +113,7 @@ class Database:
                 min_size=self._settings.min_pool_size,
                 max_size=self._settings.max_pool_size,
                 command_timeout=self._settings.command_timeout_s,
+                reset=keep_session if self._light_reset else None,
             )
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable(f"cannot connect: {type(exc).__name__}") from exc

@@ -1,10 +1,12 @@
-"""bench.online's arithmetic: nearest-rank percentiles and the achieved rate."""
+"""bench.online's arithmetic: nearest-rank percentiles, the achieved rate, the real-model target."""
 
 from __future__ import annotations
 
+import argparse
 from collections import Counter
+from pathlib import Path
 
-from bench.online import LoadResult, percentile
+from bench.online import LoadResult, _real_available, percentile, real_target_ms
 
 
 def test_percentiles_use_the_nearest_rank() -> None:
@@ -22,3 +24,21 @@ def test_achieved_rate_counts_answered_calls_only() -> None:
     result = LoadResult([1.0] * 300, Counter({"OK": 300, "RESOURCE_EXHAUSTED": 50}), 2.0, 3.0)
     assert result.rps == 150.0
     assert result.p99_ms == 1.0
+
+
+def test_the_real_target_is_twice_the_batch_32_time() -> None:
+    assert real_target_ms(230.0) == 460.0
+
+
+def test_the_real_leg_runs_only_on_a_built_repository(tmp_path: Path) -> None:
+    """An unbuilt repository or --no-real skips it with the reason; a URL needs no build."""
+    args = argparse.Namespace(no_real=False, real_triton_url=None, model_repository=tmp_path)
+    assert "is not built" in str(_real_available(args))
+    (tmp_path / "encoder" / "1").mkdir(parents=True)
+    (tmp_path / "encoder" / "1" / "model.onnx").write_bytes(b"")
+    assert _real_available(args) is None
+    assert _real_available(argparse.Namespace(**{**vars(args), "no_real": True})) == "--no-real"
+    elsewhere = argparse.Namespace(
+        no_real=False, real_triton_url="h:1", model_repository=tmp_path / "x"
+    )
+    assert _real_available(elsewhere) is None
