@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from modelbuild.template_families import Family, TemplateLine, family_lines
 
-__all__ = ["ABUSE_FAMILIES", "AbuseFamily", "abuse_lines"]
+__all__ = ["ABUSE_FAMILIES", "EN_GROUPS", "ZH_GROUPS", "AbuseFamily", "abuse_lines"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +31,7 @@ class AbuseFamily:
     family: Family
 
 
-_EN_GROUPS = (
+EN_GROUPS = (
     "immigrants",
     "muslims",
     "jews",
@@ -49,7 +49,7 @@ _EN_GROUPS = (
     "disabled people",
     "trans people",
 )
-_ZH_GROUPS = (
+ZH_GROUPS = (
     "河南人",
     "农村人",
     "外地人",
@@ -83,7 +83,7 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
                 "every one of those {group} is {vermin}",
             ),
             {
-                "group": _EN_GROUPS,
+                "group": EN_GROUPS,
                 "vermin": (
                     "rats",
                     "cockroaches",
@@ -126,7 +126,7 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
                 "{hero} had the right idea about {group}",
             ),
             {
-                "group": _EN_GROUPS,
+                "group": EN_GROUPS,
                 "control": ("run", "control", "secretly own", "are taking over"),
                 "institution": ("banks", "media", "government", "schools", "courts"),
                 "trait": (
@@ -223,6 +223,162 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
         ),
     ),
     AbuseFamily(
+        "offensive",
+        Family(
+            "en",
+            "belittling",
+            (
+                "nobody {likes} you, {tail}",
+                "you are the {superlative} person in this {place}",
+                "everyone in this {place} {hates} you",
+                "why are you even {here}, {tail}",
+                "your {thing} is {bad}, {stop}",
+                "no one wants you in this {place}",
+                "you have the brain of a {small}",
+                "i feel sorry for your {kin}, having to deal with you",
+            ),
+            {
+                "likes": ("likes", "wants", "cares about", "listens to", "needs"),
+                "tail": ("just leave", "get a clue", "go away", "seriously", "face it"),
+                "superlative": ("dumbest", "most annoying", "ugliest", "most useless", "weirdest"),
+                "place": ("chat", "server", "team", "group", "stream", "lobby"),
+                "hates": ("hates", "laughs at", "is sick of", "is tired of"),
+                "here": ("here", "alive", "talking", "allowed to play"),
+                "thing": ("voice", "face", "opinion", "existence", "whole life"),
+                "bad": ("a joke", "embarrassing", "unbearable", "pathetic"),
+                "stop": ("stop talking", "log off", "nobody asked", "shut it"),
+                "small": ("goldfish", "potato", "toddler", "rock"),
+                "kin": ("parents", "mom", "friends", "teammates"),
+            },
+        ),
+    ),
+    AbuseFamily(
+        "hate",
+        Family(
+            "en",
+            "sexist",
+            (
+                "{women} are too {adj} to {act}",
+                "{women} belong {place}, not {here}",
+                "{women} should {stay} and {shut}",
+                "a {woman} has no business {doing}",
+                "{women} only get ahead by sleeping with the boss",
+            ),
+            {
+                "women": ("women", "girls", "females"),
+                "woman": ("woman", "girl", "female"),
+                "adj": ("emotional", "stupid", "weak", "dumb"),
+                "act": ("vote", "lead", "play ranked", "drive", "be engineers"),
+                "place": ("in the kitchen", "at home", "in the bedroom"),
+                "here": ("in games", "at work", "in charge", "in this chat"),
+                "stay": ("stay home", "make sandwiches", "know their place"),
+                "shut": ("keep quiet", "shut up", "leave decisions to men"),
+                "doing": ("playing this game", "being a boss", "having opinions", "in politics"),
+            },
+        ),
+    ),
+    AbuseFamily(
+        "offensive",
+        Family(
+            "en",
+            "veiled_threat",
+            (
+                "{watch}, i know {info}",
+                "be careful {when}, {ominous}",
+                "it would be a shame if {bad_thing}",
+                "i have your {info_noun} now, {ominous}",
+                "keep it up and see what happens {when}",
+                "{ominous}, {when}",
+            ),
+            {
+                "watch": ("watch yourself", "better be careful", "sleep with one eye open"),
+                "info": ("where you live", "your school", "where your kids play", "your address"),
+                "when": ("after dark", "on your way home", "tonight", "when you least expect it"),
+                "ominous": (
+                    "accidents happen",
+                    "you won't see it coming",
+                    "people like you disappear",
+                    "we will be waiting",
+                ),
+                "bad_thing": (
+                    "your house caught fire",
+                    "something happened to your family",
+                    "your car had an accident",
+                ),
+                "info_noun": ("address", "phone number", "ip", "home address"),
+            },
+        ),
+    ),
+    AbuseFamily(
+        "offensive",
+        Family(
+            "zh",
+            "belittling",
+            (
+                "没人{likes}你，{tail}",
+                "你是这个{place}里最{adj}的人",
+                "大家都{hates}你，{tail}",
+                "你活着有什么用",
+                "就你这{thing}，还好意思{act}",
+                "长得{ugly}还{act}",
+                "你的脑子是{small}做的吧",
+            ),
+            {
+                "likes": ("喜欢", "在乎", "想理", "需要"),
+                "tail": ("别再说话了", "赶紧走吧", "有点自知之明", "认清现实吧"),
+                "place": ("群", "队", "直播间", "班", "服务器"),
+                "adj": ("蠢", "没用", "讨厌", "丑", "烦"),
+                "hates": ("讨厌", "烦", "看不起", "嫌弃"),
+                "thing": ("长相", "水平", "智商", "声音"),
+                "act": ("露脸", "开麦", "发自拍", "出来见人", "直播"),
+                "ugly": ("这么丑", "这样", "那么寒碜"),
+                "small": ("豆腐", "浆糊", "猪脑"),
+            },
+        ),
+    ),
+    AbuseFamily(
+        "hate",
+        Family(
+            "zh",
+            "sexist",
+            (
+                "{women}就该{stay}",
+                "{women}{act}都不行，{tail}",
+                "{women}就是{adj}，{tail}",
+                "{women}别{act}了，{tail}",
+            ),
+            {
+                "women": ("女人", "女的", "娘们", "女司机"),
+                "stay": ("在家做饭", "生孩子", "闭嘴听男人的"),
+                "act": ("玩游戏", "开车", "当领导", "搞技术", "发表意见"),
+                "adj": ("头发长见识短", "情绪化", "靠不住", "没脑子"),
+                "tail": ("菜得要死", "别丢人了", "回家带孩子吧", "天生的"),
+            },
+        ),
+    ),
+    AbuseFamily(
+        "offensive",
+        Family(
+            "zh",
+            "veiled_threat",
+            (
+                "{when}{careful}",
+                "我知道你{info}，{ominous}",
+                "你等着，{ominous}",
+                "信不信我{harm}",
+                "有人{watch}你，{ominous}",
+            ),
+            {
+                "when": ("晚上回家", "放学路上", "出门", "走夜路"),
+                "careful": ("小心点", "注意安全", "最好别一个人"),
+                "info": ("住哪", "在哪上班", "孩子在哪上学", "家地址"),
+                "ominous": ("出了事别怪我", "迟早让你好看", "你跑不掉的", "有你好受的"),
+                "harm": ("找人收拾你", "让你在这混不下去", "找人堵你", "叫人废了你"),
+                "watch": ("盯着", "跟着", "记住"),
+            },
+        ),
+    ),
+    AbuseFamily(
         "hate",
         Family(
             "zh",
@@ -238,7 +394,7 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
                 "{group}活着就是浪费粮食",
             ),
             {
-                "group": _ZH_GROUPS,
+                "group": ZH_GROUPS,
                 "vermin": (
                     "蝗虫",
                     "畜生",

@@ -4,8 +4,9 @@ negatives and disguised forms of its harmful examples.
 For every task the texts are canonicalised (:mod:`modelbuild.canonical_inputs`), because the
 model is served canonical text. For intent and toxicity two kinds of examples are added:
 
-- the hand-written hard benign negatives of :mod:`modelbuild.hard_negatives`, labelled
-  toxicity ``none`` and intent ``chat`` (``question`` when the line ends with a question mark),
+- the hand-written hard benign negatives of :mod:`modelbuild.hard_negatives` and the benign
+  twins of the abuse families (:mod:`modelbuild.counterfactuals`), labelled toxicity ``none``
+  and intent ``chat`` (``question`` when the line ends with a question mark),
   with the usual seeded 20 % held out, so the held-out split also measures them;
 - for toxicity, the hand-written threats and self-harm incitement of :mod:`modelbuild.threats`,
   labelled ``offensive``, and the insults, hate and sexual harassment of
@@ -24,6 +25,7 @@ from modelbuild import datasets, templates
 from modelbuild.abuse_families import abuse_lines
 from modelbuild.augment import disguised_examples
 from modelbuild.canonical_inputs import canonical_task, canonical_text
+from modelbuild.counterfactuals import counterfactual_lines
 from modelbuild.hard_negatives import hard_negatives
 from modelbuild.spam_families import spam_lines
 from modelbuild.threats import threat_lines
@@ -50,7 +52,7 @@ SPAM_SOURCE = "template-spam"
 
 def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
     out = []
-    for line in hard_negatives(seed):
+    for line in hard_negatives(seed) + counterfactual_lines(seed):
         label = 0  # toxicity "none", intent "chat"
         if task == "intent" and datasets.is_question(line.text):
             label = datasets.INTENT.index("question")

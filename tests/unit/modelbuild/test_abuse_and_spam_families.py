@@ -1,14 +1,16 @@
-"""Abuse and chat-spam templates: seeded, labelled, disguised, apart from the dev set."""
+"""Abuse, chat-spam and benign-twin templates: seeded, labelled, disguised, apart from the dev
+set."""
 
 from __future__ import annotations
 
 from collections import Counter
 
-from modelbuild.abuse_families import abuse_lines
+from modelbuild.abuse_families import EN_GROUPS, ZH_GROUPS, abuse_lines
 from modelbuild.canonical_inputs import canonical_text
+from modelbuild.counterfactuals import counterfactual_lines
 from modelbuild.datasets import INTENT, TOXICITY, TaskData
 from modelbuild.devset import read_devset
-from modelbuild.robust_data import ABUSE_SOURCE, SPAM_SOURCE, robust_task
+from modelbuild.robust_data import ABUSE_SOURCE, HARD_NEGATIVE_SOURCE, SPAM_SOURCE, robust_task
 from modelbuild.spam_families import spam_lines
 
 SEED = 20241202
@@ -62,3 +64,21 @@ def test_intent_gets_spam_lines_labelled_spam() -> None:
     assert {INTENT[e.label] for e in spam} == {"spam"}
     assert any(e.test for e in spam)
     assert not all(e.test for e in spam)
+
+
+def test_counterfactual_twins_use_the_abuse_families_groups_and_are_benign() -> None:
+    """Every group the hate families attack also appears in neutral twins, which the build adds
+    as hard negatives (toxicity none), in both languages, apart from the dev set."""
+    twins = counterfactual_lines(SEED)
+    assert twins == counterfactual_lines(SEED)
+    text = " ".join(line.text for line in twins)
+    assert [g for g in EN_GROUPS + ZH_GROUPS if g not in text] == []
+    assert {line.lang for line in twins} == {"en", "zh"}
+    dev = _dev_texts()
+    lines = {line.text for line in counterfactual_lines(SEED, per_family=400)}
+    assert not (lines | {canonical_text(t) for t in lines}) & dev
+    out = robust_task(TaskData("toxicity", TOXICITY, ()), _LEXICONS, SEED).examples
+    benign = {e.text for e in out if e.source == HARD_NEGATIVE_SOURCE}
+    assert {canonical_text(line.text) for line in twins} <= benign
+    labels = {e.label for e in out if e.source == HARD_NEGATIVE_SOURCE}
+    assert labels == {TOXICITY.index("none")}
