@@ -9,6 +9,9 @@ A rule file holds an array of ``[[rules]]`` tables. Every rule has::
     kind      = "keywords"           # keywords | regex | profile
     languages = ["en"]               # optional tags, informational
     enabled   = true                 # optional, default true; disabled rules are validated too
+    yields_to_reports = true         # optional, default false; a message reporting abuse its
+                                     # writer received is left to the model by this rule
+                                     # (``pipelines.rules.reports``); not allowed on block rules
 
 and the payload of its kind:
 
@@ -65,7 +68,9 @@ __all__ = [
 
 _ID = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,63}")
 _CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
-_COMMON_KEYS = frozenset({"id", "category", "severity", "action", "kind", "languages", "enabled"})
+_COMMON_KEYS = frozenset(
+    {"id", "category", "severity", "action", "kind", "languages", "enabled", "yields_to_reports"}
+)
 _KIND_KEYS = {
     "keywords": frozenset({"keywords"}),
     "regex": frozenset({"patterns", "match"}),
@@ -109,6 +114,7 @@ class RuleMeta:
     action: RuleAction
     languages: tuple[str, ...] = ()
     enabled: bool = True
+    yields_to_reports: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +264,11 @@ def _parse_meta(rule_id: str, table: dict[str, object]) -> RuleMeta:
     enabled = table.get("enabled", True)
     if not isinstance(enabled, bool):
         raise RuleLoadError(rule_id, "'enabled' must be a boolean")
+    yields = table.get("yields_to_reports", False)
+    if not isinstance(yields, bool):
+        raise RuleLoadError(rule_id, "'yields_to_reports' must be a boolean")
+    if yields and actions[action_name] is RuleAction.BLOCK:
+        raise RuleLoadError(rule_id, "'yields_to_reports' is not allowed on a block rule")
     return RuleMeta(
         id=rule_id,
         category=category,
@@ -265,6 +276,7 @@ def _parse_meta(rule_id: str, table: dict[str, object]) -> RuleMeta:
         action=actions[action_name],
         languages=tuple(languages),
         enabled=enabled,
+        yields_to_reports=yields,
     )
 
 

@@ -4,6 +4,9 @@ Regexes search the canonical text with defanged links restored and each of its l
 readings (``k1ll y0u`` reads ``kill you``); keywords have their own readings (see
 ``pipelines.rules.keywords``).
 
+A message that reports abuse its writer received (``pipelines.rules.reports``) loses the hits of
+rules marked ``yields_to_reports``; the model decides it.
+
 The caller that also needs the canonical text (the worker sends ``CanonicalText.text`` to the
 models) computes it once with ``pipelines.canonical.canonicalize`` and passes it to
 ``RuleEngine.evaluate``; otherwise the engine computes it itself.
@@ -18,6 +21,7 @@ from pipelines.rules.config import KeywordRule, ProfileRule, RegexRule, RuleSet
 from pipelines.rules.keywords import KeywordMatcher
 from pipelines.rules.patterns import PatternMatcher
 from pipelines.rules.profile import ProfileMatcher
+from pipelines.rules.reports import is_report
 
 __all__ = ["RuleEngine"]
 
@@ -30,7 +34,7 @@ _ACTION_RANK = {RuleAction.BLOCK: 0, RuleAction.ESCALATE: 1, RuleAction.FLAG: 2}
 class RuleEngine:
     """Evaluates the enabled rules of a ``RuleSet``; build once, share freely (immutable)."""
 
-    __slots__ = ("_hits", "_keywords", "_patterns", "_profile", "ruleset")
+    __slots__ = ("_hits", "_keywords", "_patterns", "_profile", "_yielding", "ruleset")
 
     def __init__(self, ruleset: RuleSet) -> None:
         self.ruleset = ruleset
@@ -38,6 +42,7 @@ class RuleEngine:
         self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
         self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
+        self._yielding = frozenset(rule.meta.id for rule in enabled if rule.meta.yields_to_reports)
         canonicalize(_WARM_UP)
         self._hits = {
             rule.meta.id: RuleHit(
@@ -62,6 +67,8 @@ class RuleEngine:
         for reading in canonical.leet:
             ids |= self._patterns.match(reading)
         ids |= self._profile.match(message, canonical.links)
+        if ids & self._yielding and is_report(canonical.text):
+            ids -= self._yielding
         if not ids:
             return _NO_HITS
         hits = sorted(
