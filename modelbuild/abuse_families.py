@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 from modelbuild.template_families import Family, TemplateLine, family_lines
 
-__all__ = ["ABUSE_FAMILIES", "EN_GROUPS", "ZH_GROUPS", "AbuseFamily", "abuse_lines"]
+__all__ = [
+    "ABUSE_FAMILIES",
+    "EN_GROUPS",
+    "INSULT_WORDS",
+    "ZH_GROUPS",
+    "AbuseFamily",
+    "abuse_lines",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +72,71 @@ ZH_GROUPS = (
     "日本人",
     "印度人",
 )
+
+_EN_INSULT_ADJECTIVES = (
+    "pathetic",
+    "worthless",
+    "ugly",
+    "fat",
+    "stupid",
+    "brainless",
+    "useless",
+    "disgusting",
+    "braindead",
+    "dumb",
+    "filthy",
+    "retarded",
+    "degenerate",
+)
+_EN_INSULT_NOUNS = (
+    "clown",
+    "loser",
+    "idiot",
+    "moron",
+    "pig",
+    "piece of trash",
+    "waste of space",
+    "freak",
+    "creep",
+    "bitch",
+    "whore",
+    "cow",
+    "rat",
+    "jerk",
+    "imbecile",
+    "scumbag",
+    "coward",
+    "dumbass",
+)
+_ZH_INSULT_NOUNS = (
+    "废物",
+    "垃圾",
+    "智障",
+    "脑残",
+    "蠢货",
+    "白痴",
+    "贱人",
+    "狗东西",
+    "人渣",
+    "丑八怪",
+    "死胖子",
+    "屌丝",
+    "傻子",
+    "猪头",
+    "弱智",
+    "神经病",
+    "贱货",
+    "畜生",
+    "蠢猪",
+    "废柴",
+)
+INSULT_WORDS: dict[str, tuple[str, ...]] = {
+    "en": _EN_INSULT_ADJECTIVES + _EN_INSULT_NOUNS,
+    "zh": _ZH_INSULT_NOUNS,
+}
+"""Everyday insult words of the insult families, by language: besides filling these families,
+they are kept out of the benign fillers of :func:`modelbuild.datasets.benign_words` (the
+package lexicons hold sexual and slur vocabulary but not "idiot", "loser" or 蠢货)."""
 
 ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
     AbuseFamily(
@@ -161,35 +233,8 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
                 "imagine being this {adj}, {noun}",
             ),
             {
-                "adj": (
-                    "pathetic",
-                    "worthless",
-                    "ugly",
-                    "fat",
-                    "stupid",
-                    "brainless",
-                    "useless",
-                    "disgusting",
-                    "braindead",
-                    "dumb",
-                    "filthy",
-                    "retarded",
-                ),
-                "noun": (
-                    "clown",
-                    "loser",
-                    "idiot",
-                    "moron",
-                    "pig",
-                    "piece of trash",
-                    "waste of space",
-                    "freak",
-                    "creep",
-                    "bitch",
-                    "whore",
-                    "cow",
-                    "rat",
-                ),
+                "adj": _EN_INSULT_ADJECTIVES,
+                "noun": _EN_INSULT_NOUNS,
                 "tail": ("uninstall", "go cry", "just leave", "honestly", "lmao", "kys"),
             },
         ),
@@ -430,22 +475,7 @@ ABUSE_FAMILIES: tuple[AbuseFamily, ...] = (
                 "{noun}，{act}都不会",
             ),
             {
-                "noun": (
-                    "废物",
-                    "垃圾",
-                    "智障",
-                    "脑残",
-                    "蠢货",
-                    "白痴",
-                    "贱人",
-                    "狗东西",
-                    "人渣",
-                    "丑八怪",
-                    "死胖子",
-                    "屌丝",
-                    "傻子",
-                    "猪头",
-                ),
+                "noun": _ZH_INSULT_NOUNS,
                 "adj": ("恶心", "丑", "蠢", "没用", "下贱", "窝囊"),
                 "animal": ("猪", "狗", "驴"),
                 "tail": ("赶紧滚", "丢人", "恶心死了", "别说话了", "笑死"),

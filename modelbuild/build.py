@@ -33,6 +33,7 @@ import numpy.typing as npt
 import onnx
 
 from modelbuild import datasets
+from modelbuild.abuse_families import INSULT_WORDS
 from modelbuild.archives import read_member
 from modelbuild.cpu_encoder import MIN_COSINE, build_cpu_encoder, min_part_cosine
 from modelbuild.e5_weights import read_e5
@@ -294,7 +295,7 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     lexicons = datasets.load_lexicons(
         archives["naughty"], archives["cleanse"], archives["badwords_zh"]
     )
-    synthetic = datasets.synthetic(lexicons, seed)
+    synthetic = datasets.synthetic(lexicons, seed, everyday=INSULT_WORDS)
     teacher = HateSonar(archives["hatesonar"])
     plain = {
         "sentiment": sentiment,
@@ -303,7 +304,12 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
             chat, mails, sentiment, synthetic, teacher, lexicons, seed
         ),
     }
-    return {task: robust_task(data, lexicons, seed) for task, data in plain.items()}
+    # The everyday insults are disguised too ("id1ot", "智*障"), beside the lexicon words.
+    disguisable = {
+        **lexicons,
+        **{lang: [*lexicons[lang], *INSULT_WORDS[lang]] for lang in INSULT_WORDS},
+    }
+    return {task: robust_task(data, disguisable, seed) for task, data in plain.items()}
 
 
 def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None:

@@ -23,7 +23,7 @@ import hashlib
 import html
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,16 +239,25 @@ def _split_words(words: list[str], seed: int) -> tuple[list[str], list[str]]:
     return train, test
 
 
-def synthetic(lex: dict[str, list[str]], seed: int) -> list[Example]:
-    """Template sentences: offensive / hate (toxicity labels) and advertisements (intent)."""
+def synthetic(
+    lex: dict[str, list[str]],
+    seed: int,
+    everyday: Mapping[str, Sequence[str]] | None = None,
+) -> list[Example]:
+    """Template sentences: offensive / hate (toxicity labels) and advertisements (intent).
+
+    ``everyday`` insult words (by language) fill the insult templates in training whatever the
+    lexicon split, 8 sentences each (3 for a lexicon word): the package lexicons are sexual and
+    slur vocabulary, and without these no template said "you are an idiot"."""
     out: list[Example] = []
     for lang, tmpl in (
         ("en", templates.INSULT_TEMPLATES_EN),
         ("zh", templates.INSULT_TEMPLATES_ZH),
     ):
         train, test = _split_words(lex[lang], seed)
-        for test_flag, words in ((False, train), (True, test)):
-            for text in _fill(tmpl, words, seed, 3):
+        extra = [w for w in (everyday or {}).get(lang, ()) if w not in train and w not in test]
+        for test_flag, words, per_word in ((False, train, 3), (True, test, 3), (False, extra, 8)):
+            for text in _fill(tmpl, words, seed, per_word):
                 out.append(
                     Example(text, TOXICITY.index("offensive"), lang, "template-insult", test_flag)
                 )
@@ -289,9 +298,13 @@ def benign_words(
     chat: dict[str, list[str]], lex: dict[str, list[str]], seed: int
 ) -> dict[str, list[str]]:
     """Ordinary words from the *training* chat lines (English words, Chinese two-character
-    pieces) that contain no lexicon entry: the fillers of the counterfactual templates."""
-    bad_en = {w.lower() for w in lex["en"]}
-    bad_zh = lex["zh"]
+    pieces) that contain no lexicon entry and no everyday insult
+    (:data:`modelbuild.abuse_families.INSULT_WORDS`): the fillers of the counterfactual
+    templates. Without the insults, "you idiot" was a benign counterfactual."""
+    from modelbuild.abuse_families import INSULT_WORDS
+
+    bad_en = {w.lower() for w in lex["en"]} | {w for w in INSULT_WORDS["en"] if " " not in w}
+    bad_zh = [*lex["zh"], *INSULT_WORDS["zh"]]
     en: set[str] = set()
     zh: set[str] = set()
     for line in chat["en"]:

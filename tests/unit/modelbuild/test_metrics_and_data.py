@@ -15,6 +15,7 @@ import pytest
 from modelbuild.datasets import (
     INTENT,
     TOXICITY,
+    benign_words,
     _rating_label,
     held_out,
     is_question,
@@ -95,6 +96,23 @@ def test_synthetic_sentences_use_disjoint_words_for_test() -> None:
     assert {e.label for e in examples if e.source == "template-ad"} == {
         INTENT.index("advertisement")
     }
+
+
+def test_everyday_insults_are_always_trained_and_never_benign_fillers() -> None:
+    """Everyday insults fill the training insult templates (never the held-out split) and are
+    kept out of the counterfactual fillers, which are labelled none."""
+    lex = {"en": [f"badword{i}" for i in range(10)], "zh": ["坏词"], "zh_ads": ["广告"]}
+    examples = synthetic(lex, seed=3, everyday={"en": ("idiot",), "zh": ("蠢货",)})
+    with_idiot = [e for e in examples if "idiot" in e.text.split()]
+    assert len(with_idiot) == 8
+    assert {(e.test, e.source) for e in with_idiot} == {(False, "template-insult")}
+    assert any("蠢货" in e.text for e in examples if not e.test)
+    chat = {"en": ["you idiot, the weather is lovely today"], "zh": ["蠢货天气很好"]}
+    words = benign_words(chat, {"en": [], "zh": []}, seed=3)
+    assert "idiot" not in words["en"]
+    assert "weather" in words["en"]
+    assert "蠢货" not in words["zh"]
+    assert "天气" in words["zh"]
 
 
 def test_keyword_baseline() -> None:
