@@ -15,8 +15,8 @@ import pytest
 from modelbuild.datasets import (
     INTENT,
     TOXICITY,
-    benign_words,
     _rating_label,
+    benign_words,
     held_out,
     is_question,
     load_lexicons,
