@@ -14,7 +14,7 @@ module (none from the adversarial dev set).
 from __future__ import annotations
 
 from modelbuild.abuse_families import EN_GROUPS, ZH_GROUPS
-from modelbuild.template_families import Family, TemplateLine, family_lines
+from modelbuild.template_families import Family, TemplateLine, lines_of
 
 __all__ = ["COUNTERFACTUAL_FAMILIES", "counterfactual_lines"]
 
@@ -145,8 +145,4 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
 def counterfactual_lines(seed: int, per_family: int = 80) -> list[TemplateLine]:
     """Up to ``per_family`` distinct lines per family, in family order (the same seed, the same
     lines); the ``topic`` is the family's."""
-    return [
-        TemplateLine(text, family.lang, family.topic)
-        for family in COUNTERFACTUAL_FAMILIES
-        for text in family_lines(family, seed, per_family)
-    ]
+    return lines_of(COUNTERFACTUAL_FAMILIES, seed, per_family)

@@ -17,7 +17,7 @@ envelopes, check-in codes). The build labels them ``none`` (toxicity) and ``chat
 
 from __future__ import annotations
 
-from modelbuild.template_families import Family, TemplateLine, family_lines
+from modelbuild.template_families import Family, TemplateLine, lines_of
 
 __all__ = ["FAMILIES", "hard_negatives"]
 
@@ -525,9 +525,4 @@ FAMILIES: tuple[Family, ...] = _EN_FAMILIES + _ZH_FAMILIES
 def hard_negatives(seed: int, per_family: int = 60, lang: str | None = None) -> list[TemplateLine]:
     """Up to ``per_family`` distinct lines per family (``lang`` alone, or both), in family
     order; the same seed gives the same lines."""
-    return [
-        TemplateLine(text, family.lang, family.topic)
-        for family in FAMILIES
-        if lang is None or family.lang == lang
-        for text in family_lines(family, seed, per_family)
-    ]
+    return lines_of([f for f in FAMILIES if lang is None or f.lang == lang], seed, per_family)

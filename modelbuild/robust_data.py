@@ -28,6 +28,7 @@ from modelbuild.canonical_inputs import canonical_task, canonical_text
 from modelbuild.counterfactuals import counterfactual_lines
 from modelbuild.hard_negatives import hard_negatives
 from modelbuild.spam_families import spam_lines
+from modelbuild.template_families import TemplateLine
 from modelbuild.threats import threat_lines
 
 __all__ = [
@@ -61,37 +62,30 @@ def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
     return out
 
 
-def _threat_examples(seed: int) -> list[datasets.Example]:
-    offensive = datasets.TOXICITY.index("offensive")
+def _labelled(
+    lines: list[TemplateLine], label: int, source: str, seed: int
+) -> list[datasets.Example]:
+    """Template lines as examples of one label, the usual seeded 20 % held out."""
     return [
-        datasets.Example(
-            line.text, offensive, line.lang, THREAT_SOURCE, datasets.held_out(seed, line.text)
-        )
-        for line in threat_lines(seed)
+        datasets.Example(line.text, label, line.lang, source, datasets.held_out(seed, line.text))
+        for line in lines
     ]
+
+
+def _threat_examples(seed: int) -> list[datasets.Example]:
+    return _labelled(threat_lines(seed), datasets.TOXICITY.index("offensive"), THREAT_SOURCE, seed)
 
 
 def _abuse_examples(seed: int) -> list[datasets.Example]:
     return [
-        datasets.Example(
-            line.text,
-            datasets.TOXICITY.index(label),
-            line.lang,
-            ABUSE_SOURCE,
-            datasets.held_out(seed, line.text),
-        )
+        example
         for label, line in abuse_lines(seed)
+        for example in _labelled([line], datasets.TOXICITY.index(label), ABUSE_SOURCE, seed)
     ]
 
 
 def _spam_examples(seed: int) -> list[datasets.Example]:
-    spam = datasets.INTENT.index("spam")
-    return [
-        datasets.Example(
-            line.text, spam, line.lang, SPAM_SOURCE, datasets.held_out(seed, line.text)
-        )
-        for line in spam_lines(seed)
-    ]
+    return _labelled(spam_lines(seed), datasets.INTENT.index("spam"), SPAM_SOURCE, seed)
 
 
 def robust_task(

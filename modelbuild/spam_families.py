@@ -12,7 +12,7 @@ counterpart.
 
 from __future__ import annotations
 
-from modelbuild.template_families import Family, TemplateLine, family_lines
+from modelbuild.template_families import Family, TemplateLine, lines_of
 
 __all__ = ["SPAM_FAMILIES", "spam_lines"]
 
@@ -101,8 +101,4 @@ SPAM_FAMILIES: tuple[Family, ...] = (
 def spam_lines(seed: int, per_family: int = 120) -> list[TemplateLine]:
     """Up to ``per_family`` distinct lines per family, in family order (the same seed, the same
     lines); the ``topic`` is ``scam``."""
-    return [
-        TemplateLine(text, family.lang, family.topic)
-        for family in SPAM_FAMILIES
-        for text in family_lines(family, seed, per_family)
-    ]
+    return lines_of(SPAM_FAMILIES, seed, per_family)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Family", "TemplateLine", "family_lines"]
+__all__ = ["Family", "TemplateLine", "family_lines", "lines_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +55,13 @@ def family_lines(family: Family, seed: int, per_family: int) -> list[str]:
             if len(out) == per_family:
                 break
     return out
+
+
+def lines_of(families: Sequence[Family], seed: int, per_family: int) -> list[TemplateLine]:
+    """Up to ``per_family`` distinct lines of each family, in family order, tagged with the
+    family's language and topic (the same seed, the same lines)."""
+    return [
+        TemplateLine(text, family.lang, family.topic)
+        for family in families
+        for text in family_lines(family, seed, per_family)
+    ]

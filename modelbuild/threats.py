@@ -11,7 +11,7 @@ offensive thresholds flag it. Every template and slot value was written by hand 
 
 from __future__ import annotations
 
-from modelbuild.template_families import Family, TemplateLine, family_lines
+from modelbuild.template_families import Family, TemplateLine, lines_of
 
 __all__ = ["THREAT_FAMILIES", "threat_lines"]
 
@@ -113,8 +113,4 @@ THREAT_FAMILIES: tuple[Family, ...] = (
 def threat_lines(seed: int, per_family: int = 60) -> list[TemplateLine]:
     """Up to ``per_family`` distinct lines per family, in family order (the same seed, the same
     lines); the ``topic`` is ``threat`` or ``self_harm``."""
-    return [
-        TemplateLine(text, family.lang, family.topic)
-        for family in THREAT_FAMILIES
-        for text in family_lines(family, seed, per_family)
-    ]
+    return lines_of(THREAT_FAMILIES, seed, per_family)
