@@ -3,7 +3,11 @@
 ``structlog`` renders our own events; the standard library's loggers (aiokafka, asyncio, uvicorn,
 grpc) go through the same processors via :class:`structlog.stdlib.ProcessorFormatter`, so their
 lines are JSON too (``logger`` names the source, ``event`` holds their text). Their text never
-carries chat message text: those libraries log connection state, not payloads.
+carries chat message text: those libraries log connection state, not payloads. An exception a
+library logs is summarised as ``exception_type`` and a one-line ``exception`` (at most
+200 characters), not a traceback: a driver's traceback can quote a query's parameters, and a
+connection dropped during shutdown is not worth thirty lines. At ``debug`` level the full
+traceback is kept. Our own code logs the type and place of an error explicitly.
 
 A library that fails to connect logs the same line many times a second. :class:`RepeatSummary`
 lets the first line of each (logger, template) pass, drops repeats for ``interval_s`` and
@@ -66,6 +70,22 @@ def _add_repeated(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
     return event
 
 
+_EXCEPTION_CHARS = 200
+
+
+def _summarise_exception(_: WrappedLogger, __: str, event: EventDict) -> EventDict:
+    """Replace a library record's ``exc_info`` by its type and first line (module docstring)."""
+    exc_info = event.pop("exc_info", None)
+    if exc_info is True:
+        exc_info = sys.exc_info()
+    error = exc_info[1] if isinstance(exc_info, tuple) else exc_info
+    if isinstance(error, BaseException):
+        event["exception_type"] = type(error).__name__
+        lines = str(error).splitlines()
+        event["exception"] = (lines[0] if lines else "")[:_EXCEPTION_CHARS]
+    return event
+
+
 def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -89,7 +109,11 @@ def configure_logging(
             ],
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
-                structlog.processors.format_exc_info,
+                (
+                    structlog.processors.format_exc_info
+                    if numeric <= logging.DEBUG
+                    else _summarise_exception
+                ),
                 structlog.processors.JSONRenderer(serializer=_dumps),
             ],
         )

@@ -72,3 +72,33 @@ def test_library_lines_are_json_with_the_repeat_count(capsys: pytest.CaptureFixt
     assert entry["logger"] == "aiokafka.test"
     assert entry["event"] == "Unable connect to node with id 1"
     assert entry["level"] == "error"
+
+
+def _log_library_exception() -> None:
+    try:
+        raise ConnectionError("Connection at 127.0.0.1:19092 closed\nsecond line with details")
+    except ConnectionError:
+        logging.getLogger("aiokafka.consumer").exception("Error sending OffsetCommitRequest")
+
+
+@pytest.mark.usefixtures("restore_root_logging")
+def test_library_exceptions_are_one_line_without_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A library's logged exception becomes its type and first line, never a traceback."""
+    configure_logging("info", summary_interval_s=3600.0)
+    _log_library_exception()
+    err = capsys.readouterr().err
+    entry = orjson.loads(err.strip().splitlines()[-1])
+    assert entry["exception_type"] == "ConnectionError"
+    assert entry["exception"] == "Connection at 127.0.0.1:19092 closed"
+    assert "Traceback" not in err
+    assert "second line" not in err
+
+
+@pytest.mark.usefixtures("restore_root_logging")
+def test_debug_level_keeps_library_tracebacks(capsys: pytest.CaptureFixture[str]) -> None:
+    configure_logging("debug", summary_interval_s=3600.0)
+    _log_library_exception()
+    entry = orjson.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert "Traceback" in entry["exception"]
