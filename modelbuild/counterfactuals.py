@@ -5,10 +5,11 @@ The hate families of :mod:`modelbuild.abuse_families` put each group name next t
 linear head then learns the group name itself as a hate cue and flags "immigrants make up 14 % of
 the population". The threat families do the same for "kill" and "shoot", which game chat is full
 of, and the sexual families for words a sex-education or health line needs. Here every group of
-those families also appears in neutral statements (demographics, laws, culture, people met), and
-the verbs and words in game, sport, cooking, health and school contexts, so that what the head
-learns is the attack, not the word. Every template and slot value was written by hand for this
-module (none from the adversarial dev set).
+those families also appears in neutral statements (demographics, laws, culture, people met), the
+verbs and words in game, sport, cooking, health and school contexts, and the belittling
+family's "just leave" / "log off" in ordinary leave-taking ("logging off now, take care"), so
+that what the head learns is the attack, not the word. Every template and slot value was
+written by hand for this module (none from the adversarial dev set).
 """
 
 from __future__ import annotations
@@ -88,6 +89,25 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
         },
     ),
     Family(
+        "en",
+        "leave_taking",
+        (
+            "heading to {place}, brb",
+            "see you {when}, {tail}",
+            "gotta go, {tail}",
+            "logging off now, {tail}",
+            "{greeting} everyone, {tail}",
+            "i'm out for {when}, {tail}",
+            "leaving the stream now, {tail}",
+        ),
+        {
+            "place": ("the gym", "dinner", "the store", "bed", "work", "class", "walk the dog"),
+            "when": ("tomorrow", "next week", "tonight", "later", "the weekend", "a bit"),
+            "tail": ("take care", "have fun", "be nice", "stay safe", "cya", "love you all"),
+            "greeting": ("night", "bye", "good night", "later", "peace out"),
+        },
+    ),
+    Family(
         "zh",
         "group_neutral",
         (
@@ -105,6 +125,22 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "n": ("五", "十", "十二", "二十"),
             "place": ("全国", "本市", "全省", "这个地区"),
             "topic": ("教育情况", "收入情况", "医疗保障", "饮食习惯", "就业情况"),
+        },
+    ),
+    Family(
+        "zh",
+        "leave_taking",
+        (
+            "我先下了，{tail}",
+            "去{place}了，一会儿回来",
+            "{when}见，{tail}",
+            "下播了，{tail}",
+            "晚安各位，{tail}",
+        ),
+        {
+            "tail": ("各位保重", "玩得开心", "注意安全", "拜拜", "爱你们"),
+            "place": ("吃饭", "健身", "洗澡", "上课", "遛狗", "睡觉"),
+            "when": ("明天", "下周", "晚上", "周末", "回头"),
         },
     ),
     Family(
