@@ -30,6 +30,7 @@ from pathlib import Path
 import yaml
 
 from modelbuild import templates
+from modelbuild.abuse_families import INSULT_WORDS
 from modelbuild.archives import iter_members, read_member
 
 __all__ = [
@@ -301,8 +302,6 @@ def benign_words(
     pieces) that contain no lexicon entry and no everyday insult
     (:data:`modelbuild.abuse_families.INSULT_WORDS`): the fillers of the counterfactual
     templates. Without the insults, "you idiot" was a benign counterfactual."""
-    from modelbuild.abuse_families import INSULT_WORDS
-
     bad_en = {w.lower() for w in lex["en"]} | {w for w in INSULT_WORDS["en"] if " " not in w}
     bad_zh = [*lex["zh"], *INSULT_WORDS["zh"]]
     en: set[str] = set()

@@ -39,7 +39,7 @@ from modelbuild.embedding import Embedder
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.metrics import classification_report, false_positive_rate
 from modelbuild.sources import fetch_all
-from modelbuild.whole_decision import Scorer, decide_texts, served_scorer
+from modelbuild.whole_decision import Scorer, decide_texts, served_heads, served_scorer
 
 __all__ = [
     "HEADLINE_KEYS",
@@ -94,14 +94,9 @@ HEADLINE_KEYS: tuple[str, ...] = (
     *DEVSET_HEADLINE_KEYS,
 )
 """The last line of ``modstream models eval``, in this order."""
-SENTIMENT_SERVED = "sentiment/2"
-"""The sentiment head ``moderation`` serves (``moderation_v1`` keeps ``sentiment/1``)."""
-SERVED_INTENT = "intent/2"
-"""The intent head ``moderation`` serves (``moderation_v1`` keeps ``intent/1``)."""
-SERVED_TOXICITY = "toxicity/3"
-"""The toxicity head ``moderation`` serves; the headline's ``toxicity_fpr_chat`` is its."""
-TOXICITY_VERSIONS = ("toxicity/1", "toxicity/2", SERVED_TOXICITY)
-"""Every toxicity head graded side by side."""
+TOXICITY_VERSIONS = tuple(f"{h.task}/{h.version}" for h in HEADS if h.task == "toxicity")
+"""Every toxicity head graded side by side; the served one (``moderation/config.pbtxt``, read
+by :func:`modelbuild.whole_decision.served_heads`) gives the headline's ``toxicity_fpr_chat``."""
 
 
 def headline_line(headline: dict[str, float]) -> str:
@@ -191,15 +186,18 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
             return np.zeros((0, head.classes), dtype=np.float32)
         return head.proba(inputs.matrix(head.input, [e.text for e in examples]))
 
-    report["sentiment"] = _sentiment(tasks["sentiment"], predict, archives["vader"], paths.work)
+    served = served_heads(paths.repository)
+    report["sentiment"] = _sentiment(
+        tasks["sentiment"], predict, served["sentiment"], archives["vader"], paths.work
+    )
     chat_test = [e for e in tasks["intent"].split(True) if e.source == "chatterbot"]
-    report["intent"] = _intent(tasks["intent"], predict, chat_test)
+    report["intent"] = _intent(tasks["intent"], predict, served["intent"], chat_test)
     report["toxicity"] = _toxicity(tasks["toxicity"], predict, chat_test, archives["hatesonar"])
     report["devset"] = grade_devset(served_scorer(paths.repository))
     report["headline"] = {
         "sentiment_macro_f1_en": report["sentiment"]["model"]["en_tweets"]["macro_f1"],
         "sentiment_acc_zh": report["sentiment"]["model"]["zh"]["accuracy"],
-        "toxicity_fpr_chat": report["toxicity"][SERVED_TOXICITY]["fpr_chat"],
+        "toxicity_fpr_chat": report["toxicity"][served["toxicity"]]["fpr_chat"],
         "intent_spam_fpr_chat": report["intent"]["model"]["spam_fpr_chat"],
         **report["devset"]["headline"],
     }
@@ -217,6 +215,7 @@ def grade_devset(scorer: Scorer, examples: list[DevExample] | None = None) -> di
 def _sentiment(
     data: TaskData,
     predict: Callable[[str, list[Example]], npt.NDArray[np.float32]],
+    served: str,
     vader_sdist: Path,
     work: Path,
 ) -> dict[str, Any]:
@@ -228,7 +227,7 @@ def _sentiment(
         "zh": [e for e in test if e.lang == "zh"],
     }
     out: dict[str, Any] = {"model": {}, "previous": {}, "vader": {}, "tfidf_lr": {}}
-    for system, key in (("model", SENTIMENT_SERVED), ("previous", "sentiment/1")):
+    for system, key in (("model", served), ("previous", "sentiment/1")):
         for name, examples in groups.items():
             probs = predict(key, examples)
             pred = _zh_binary(probs) if name == "zh" else probs.argmax(axis=1).astype(np.int64)
@@ -253,6 +252,7 @@ def _sentiment(
 def _intent(
     data: TaskData,
     predict: Callable[[str, list[Example]], npt.NDArray[np.float32]],
+    served: str,
     chat_test: list[Example],
 ) -> dict[str, Any]:
     test = data.split(True)
@@ -260,11 +260,11 @@ def _intent(
     chat_ok = [INTENT.index("chat"), INTENT.index("question")]
     for lang in ("en", "zh"):
         examples = [e for e in test if e.lang == lang]
-        pred = predict(SERVED_INTENT, examples).argmax(axis=1).astype(np.int64)
+        pred = predict(served, examples).argmax(axis=1).astype(np.int64)
         out["model"][lang] = classification_report(_labels(examples), pred, INTENT)
         kw = np.array([keyword_intent(e.text) for e in examples], dtype=np.int64)
         out["keywords"][lang] = classification_report(_labels(examples), kw, INTENT)
-    pred_chat = predict(SERVED_INTENT, chat_test).argmax(axis=1).astype(np.int64)
+    pred_chat = predict(served, chat_test).argmax(axis=1).astype(np.int64)
     out["model"]["spam_fpr_chat"] = false_positive_rate(pred_chat, chat_ok)
     out["model"]["spam_only_fpr_chat"] = round(
         float(np.mean(pred_chat == INTENT.index("spam"))) if len(pred_chat) else 0.0, 4
@@ -277,7 +277,7 @@ def _intent(
         for lang, texts in probes.ADS.items()
         for t in texts
     ]
-    probs = predict(SERVED_INTENT, ad_probe)
+    probs = predict(served, ad_probe)
     flagged = np.isin(probs.argmax(axis=1), [INTENT.index("spam"), INTENT.index("advertisement")])
     for lang in ("en", "zh"):
         mask = np.array([e.lang == lang for e in ad_probe])

@@ -37,7 +37,14 @@ from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import MODEL_OUTPUTS, ModelScores
 from pipelines.verdict import PolicyResult
 
-__all__ = ["MAX_RECORD_BYTES", "Scorer", "decide_texts", "served_config", "served_scorer"]
+__all__ = [
+    "MAX_RECORD_BYTES",
+    "Scorer",
+    "decide_texts",
+    "served_config",
+    "served_heads",
+    "served_scorer",
+]
 
 Scorer = Callable[[Sequence[str]], list[ModelScores]]
 """Model scores for a batch of texts, one per text, in order."""
@@ -122,6 +129,16 @@ def served_config(repository: Path, model: str = "moderation") -> dict[str, str]
         "parameters": {k: {"string_value": v} for k, v in _PARAMETER.findall(text)},
     }
     return {"model_config": json.dumps(config), "model_repository": str(repository / model)}
+
+
+def served_heads(repository: Path, model: str = "moderation") -> dict[str, str]:
+    """The head each output of ``model`` reads, as ``task/version`` (``{"toxicity":
+    "toxicity/3", ...}``), from the ``<task>_file`` parameters of its ``config.pbtxt``."""
+    parameters = json.loads(served_config(repository, model)["model_config"])["parameters"]
+    return {
+        task: "/".join(Path(parameters[f"{task}_file"]["string_value"]).parts[1:3])
+        for task in ("sentiment", "intent", "toxicity")
+    }
 
 
 def served_scorer(repository: Path, model: str = "moderation", threads: int = 2) -> Scorer:

@@ -12,7 +12,7 @@ from modelbuild.decision_grading import HEADLINE_KEYS, format_grading, grade, is
 from modelbuild.devset import DevExample
 from modelbuild.evaluate import HEADLINE_KEYS as EVAL_KEYS
 from modelbuild.evaluate import grade_devset, headline_line
-from modelbuild.whole_decision import decide_texts, served_config
+from modelbuild.whole_decision import decide_texts, served_config, served_heads
 from pipelines.rules import RuleEngine, parse_ruleset
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
@@ -193,6 +193,18 @@ def test_served_config_reads_the_moderation_model() -> None:
     config = json.loads(args["model_config"])
     assert [o["name"] for o in config["output"]] == ["SENTIMENT", "INTENT", "TOXICITY"]
     assert config["parameters"]["toxicity_file"]["string_value"] == "../toxicity/3/model.onnx"
+
+
+def test_served_heads_follow_the_config_parameters() -> None:
+    """Each output's head is read from the served config, not restated in code."""
+    heads = served_heads(project_root() / "model_repository")
+    assert heads["toxicity"] == "toxicity/3"
+    assert heads["intent"] == "intent/2"
+    assert served_heads(project_root() / "model_repository", "moderation_v1") == {
+        "sentiment": "sentiment/1",
+        "intent": "intent/1",
+        "toxicity": "toxicity/1",
+    }
 
 
 def test_if_plain_caught_counts_only_disguises_of_caught_seeds() -> None:
