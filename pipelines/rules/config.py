@@ -21,9 +21,13 @@ and the payload of its kind:
               space-separated script need a word boundary on that side; CJK, kana and hangul
               keywords match anywhere. Chinese keywords also match their pinyin spelling,
               initials and homophones (``pipelines.rules.pinyin_keywords``).
-``regex``     ``patterns = ["...", ...]`` and optional ``match = "any" | "all"`` (default
-              ``any``): RE2 syntax (linear time; no back-references or look-around), searched in
-              the canonical text with defanged links restored (``CanonicalText.links``), which
+``regex``     ``patterns = ["...", ...]``, optional ``match = "any" | "all"`` (default
+              ``any``) and optional ``exempt = ["...", ...]``: RE2 patterns for spans that do
+              not count, blanked before the rule's patterns are checked again (reported
+              speech: "he keeps telling me to kill myself" is not the writer's own intent, "i
+              told him i want to kill myself" still is). Patterns and exempt spans use RE2
+              syntax (linear time; no back-references or look-around), searched in the
+              canonical text with defanged links restored (``CanonicalText.links``), which
               is already case-folded and in Simplified Chinese, and in each of its leetspeak
               readings (``CanonicalText.leet``).
 ``profile``   ``check`` names a user-profile rule, see ``pipelines.rules.profile``:
@@ -73,7 +77,7 @@ _COMMON_KEYS = frozenset(
 )
 _KIND_KEYS = {
     "keywords": frozenset({"keywords"}),
-    "regex": frozenset({"patterns", "match"}),
+    "regex": frozenset({"patterns", "match", "exempt"}),
     "profile": frozenset({"check", "sender_ids", "max_account_age_hours", "min_strikes"}),
 }
 _RE2_MAX_MEM_BYTES = 8 << 20
@@ -129,6 +133,8 @@ class RegexRule:
     meta: RuleMeta
     patterns: tuple[str, ...]
     match: MatchMode = MatchMode.ANY
+    exempt: tuple[str, ...] = ()
+    """Spans that do not count: blanked before ``patterns`` are checked again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,22 +307,30 @@ def _parse_keywords(meta: RuleMeta, table: dict[str, object]) -> KeywordRule:
 
 def _parse_regex(meta: RuleMeta, table: dict[str, object]) -> RegexRule:
     patterns = _string_list(meta.id, table, "patterns")
+    _check_re2(meta.id, "pattern", patterns)
+    exempt = _string_list(meta.id, table, "exempt") if "exempt" in table else []
+    _check_re2(meta.id, "exempt pattern", exempt)
+    match_name = table.get("match", MatchMode.ANY.value)
+    modes = {m.value: m for m in MatchMode}
+    if match_name not in modes:
+        raise RuleLoadError(meta.id, f"'match' must be one of {sorted(modes)}")
+    assert isinstance(match_name, str)
+    return RegexRule(
+        meta=meta, patterns=tuple(patterns), match=modes[match_name], exempt=tuple(exempt)
+    )
+
+
+def _check_re2(rule_id: str, what: str, patterns: list[str]) -> None:
     for position, pattern in enumerate(patterns):
         try:
             compile_re2(pattern)
         except re2.error as exc:
             detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
             raise RuleLoadError(
-                meta.id,
-                f"pattern #{position + 1} is not valid RE2 (linear-time regex; back-references"
+                rule_id,
+                f"{what} #{position + 1} is not valid RE2 (linear-time regex; back-references"
                 f" and look-around are unsupported): {detail}",
             ) from exc
-    match_name = table.get("match", MatchMode.ANY.value)
-    modes = {m.value: m for m in MatchMode}
-    if match_name not in modes:
-        raise RuleLoadError(meta.id, f"'match' must be one of {sorted(modes)}")
-    assert isinstance(match_name, str)
-    return RegexRule(meta=meta, patterns=tuple(patterns), match=modes[match_name])
 
 
 def _parse_profile(meta: RuleMeta, table: dict[str, object]) -> ProfileRule:

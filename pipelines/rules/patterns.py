@@ -3,6 +3,11 @@
 
 RE2 runs in time linear in the text whatever the pattern; patterns it cannot express
 (back-references, look-around) are rejected when the rule file is loaded.
+
+A rule with ``exempt`` spans is checked a second time, only when the set says it matched: its
+exempt spans are blanked and its own patterns searched again, so a hit that lies only inside an
+exempt span ("he keeps telling me to kill myself": reported speech) does not count, while one
+elsewhere in the message still does. Look-around would say the same in one pattern; RE2 has none.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ __all__ = ["PatternMatcher"]
 class PatternMatcher:
     """Finds which regex rules match a canonical text."""
 
-    __slots__ = ("_owners", "_rules", "_set", "compiled")
+    __slots__ = ("_exempt", "_owners", "_rules", "_set", "compiled")
 
     def __init__(self, rules: Sequence[RegexRule]) -> None:
         self._rules = tuple(rules)
@@ -39,6 +44,14 @@ class PatternMatcher:
                     self._owners.append(owner)
             regex_set.Compile()
             self._set = regex_set
+        self._exempt: dict[int, tuple[re2._Regexp, tuple[re2._Regexp, ...]]] = {
+            owner: (
+                compile_re2("|".join(f"(?:{span})" for span in rule.exempt)),
+                tuple(compile_re2(pattern) for pattern in rule.patterns),
+            )
+            for owner, rule in enumerate(self._rules)
+            if rule.exempt
+        }
 
     def match(self, text: str) -> set[str]:
         """The ids of the rules whose patterns match ``text`` (``CanonicalText.links``)."""
@@ -54,6 +67,15 @@ class PatternMatcher:
         found: set[str] = set()
         for owner, count in counts.items():
             rule = self._rules[owner]
-            if rule.match is MatchMode.ANY or count == len(rule.patterns):
+            whole = rule.match is MatchMode.ANY or count == len(rule.patterns)
+            if whole and (owner not in self._exempt or self._outside_exempt(owner, text)):
                 found.add(rule.meta.id)
         return found
+
+    def _outside_exempt(self, owner: int, text: str) -> bool:
+        exempt, patterns = self._exempt[owner]
+        blanked = exempt.sub(" ", text)
+        if blanked == text:
+            return True
+        hits = (pattern.search(blanked) is not None for pattern in patterns)
+        return any(hits) if self._rules[owner].match is MatchMode.ANY else all(hits)

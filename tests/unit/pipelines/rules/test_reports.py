@@ -60,10 +60,14 @@ def test_default_profanity_yields_in_a_report_only() -> None:
 
 
 def test_rules_without_the_key_still_hit_in_a_report() -> None:
-    """Self-harm and slur rules do not yield: a report of incitement still goes to a person."""
+    """Self-harm rules do not yield to the report frame: own intent told inside a report still
+    hits. Only the reported instruction itself is exempt (the rule's ``exempt`` spans)."""
     engine = RuleEngine(default_ruleset())
+    report = "mods, this user keeps telling me to kill myself, please help"
+    assert is_report(canonicalize(report).text)
+    assert "en.self_harm.intent" not in _ids(engine, report)
     assert "en.self_harm.intent" in _ids(
-        engine, "mods, this user keeps telling me to kill myself, please help"
+        engine, "mods, this user keeps telling me to kill myself and i really want to die"
     )
 
 

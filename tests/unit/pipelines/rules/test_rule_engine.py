@@ -100,6 +100,19 @@ def test_regex_any_and_all() -> None:
     assert _ids(engine, "a bird") == []
 
 
+def test_regex_exempt_spans_do_not_count() -> None:
+    """A hit only inside an exempt span is dropped; one outside it (or with no span) counts."""
+    body = 'kind = "regex"\npatterns = ["kill myself"]\nexempt = ["told me to kill myself"]'
+    engine = _engine(_rule("intent", body))
+    assert _ids(engine, "i want to kill myself") == ["intent"]
+    assert _ids(engine, "he told me to kill myself") == []
+    assert _ids(engine, "he told me to kill myself, so i will kill myself") == ["intent"]
+    all_body = 'kind = "regex"\npatterns = ["cat", "dog"]\nmatch = "all"\nexempt = ["no dog"]'
+    both = _engine(_rule("all", all_body))
+    assert _ids(both, "a cat and a dog") == ["all"]
+    assert _ids(both, "a cat and no dog") == []
+
+
 def test_regex_sees_normalised_text() -> None:
     """Regexes run on normalised text: case-folded and full-width digits as ASCII."""
     engine = _engine(_rule("num", 'kind = "regex"\npatterns = ["code \\\\d{3}"]'))

@@ -150,6 +150,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i'm better off dead",
             "no one would notice me if i disappeared",
             "suicide is the only way out",
+            "he keeps telling me to kill myself and i think i will kill myself",
+            "i told him i want to kill myself",
         ),
         (
             "this level is killing me",
@@ -163,6 +165,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i don't want to die",
             "i'm tired of living in this city",
             "i'm done with life admin for today, taxes filed",
+            "mods, this user keeps telling me to kill myself, please help",
+            "someone said i should kill myself in the comments",
         ),
     ),
     "zh.self_harm.intent": (
