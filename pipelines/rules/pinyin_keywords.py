@@ -7,7 +7,10 @@ For every keyword of two or more Han characters, ``pipelines.canonical.keyword_f
   keeps at least half of the keyword's characters in place (``傻比``, ``他吗的`` and pinyin
   typed in Chinese text, ``你 ni ma si le``, match; ``你个`` does not match ``尼哥``, nor
   ``价位性`` ``加微信``, nor ``它骂得`` ``他妈的``) and no ordinary word of pypinyin's phrase
-  dictionary that is not itself a keyword reads the same (``贱人`` is not matched by ``兼任``);
+  dictionary that is not itself a keyword reads the same (``贱人`` is not matched by ``兼任``),
+  and no character the homophone changed is a personal pronoun (``你哥哥`` "your brother" is
+  not ``尼哥``; ``他吗的`` keeps its pronoun and still matches ``他妈的``): pronouns are the
+  commonest characters, so a homophone that needs one is ordinary speech;
 * ``pinyin_words``: its pinyin spellings (``shabi``) and initials (``nmsl``) as Latin words for
   the keyword matcher to look up. Initials with a vowel (a syllable without an initial
   consonant: ``爱你们`` gives ``anm``) are not used, since English words are such letter strings
@@ -37,11 +40,20 @@ __all__ = ["PinyinKeywordMatcher", "PinyinWord"]
 _SHORT_INITIALS = 2
 _VOWELS = frozenset("aeiouv")
 _ATTESTED = 2
+_PRONOUNS = frozenset("你我他她它您咱")
 
 PinyinWord = tuple[str, str, bool]
 """(Latin word, rule id, whether it must touch a Han character)."""
 _Spoken = tuple[str, tuple[str, ...]]
 """A keyword and the ids of the rules listing it."""
+
+
+def _changes_to_pronoun(keyword: str, heard: str) -> bool:
+    """Whether ``heard`` writes a personal pronoun where ``keyword`` has another character."""
+    return any(
+        said != written and written in _PRONOUNS
+        for said, written in zip(keyword, heard, strict=True)
+    )
 
 
 def _kept_characters(keyword: str, heard: str) -> int:
@@ -104,6 +116,8 @@ class PinyinKeywordMatcher:
         for end, (length, spoken) in self._automaton.iter(reading.codes):
             heard = reading.sources[end - length + 1 : end + 1]
             for keyword, rule_ids in spoken:
-                if _kept_characters(keyword, heard) * 2 >= length:
+                if _kept_characters(keyword, heard) * 2 >= length and not _changes_to_pronoun(
+                    keyword, heard
+                ):
                     found.update(rule_ids)
         return found

@@ -76,6 +76,7 @@ def test_disguised_text_is_caught(text: str, rule_id: str) -> None:
         "this cl4ss rocks",  # reads "class": "ass" needs a word boundary
         "\u6211\u4eec\u4e0d\u89c1\u4eba",  # jian ren, but an ordinary reading of it exists
         "\u4f60\u4e2a\u7b28\u86cb",  # ni ge: no shared character with the slur ni ge
+        "\u4f60\u54e5\u54e5\u8eab\u4f53\u8fd8\u597d\u5417",  # ni ge: "your brother", a pronoun
         "\u50bb\u74dc\u76f8\u673a",  # shares a character with the abuse word
         "\u8fdc\u90ca\u7684\u623f\u5b50",  # yuan jiao is also an ordinary word
         "\u043f\u0440\u0438\u0432\u0435\u0442 \u0434\u0440\u0443\u0433",  # Russian
@@ -146,3 +147,12 @@ def test_homophones_must_keep_half_the_characters() -> None:
     assert _ids(engine, "\u4ed6\u5417\u7684") == {"t.kw"}  # keeps two of three
     assert _ids(engine, "\u5b83\u9a82\u5f97") == set()  # same sound, no character kept
     assert _ids(engine, "\u4ef7\u4f4d\u6027\u4ef7\u6bd4") == set()  # a price-value phrase
+
+
+def test_homophones_do_not_change_a_character_into_a_pronoun() -> None:
+    """你哥 keeps 哥 of the slur 尼哥 but writes the pronoun 你: ordinary speech ("your brother");
+    他吗的 keeps its pronoun and changes 妈, so it still matches 他妈的."""
+    engine = _keywords_engine("\u5c3c\u54e5", "\u4ed6\u5988\u7684")  # ni ge; ta ma de
+    assert _ids(engine, "\u66ff\u6211\u5411\u4f60\u54e5\u95ee\u597d") == set()
+    assert _ids(engine, "\u6ce5\u54e5") == {"t.kw"}  # ni ge, 泥 for 尼
+    assert _ids(engine, "\u4ed6\u5417\u7684") == {"t.kw"}
