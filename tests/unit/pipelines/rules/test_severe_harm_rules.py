@@ -208,8 +208,12 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "nobody would miss you if you died",
             "the world would be better without you",
             "k.y.s",
+            "i'm telling you to kys",
+            "someone told me to kys, so now i'm telling you: kys",
         ),
         (
+            "someone in lobby told me to kys, how do i report them",
+            "he said \"kill yourself\" to me in dms",
             "don't kill yourself over homework",
             "keys",
             "you'll kill yourself on that ladder",
