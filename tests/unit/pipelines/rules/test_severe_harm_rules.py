@@ -209,6 +209,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "the world would be better without you",
             "k.y.s",
             "i'm telling you to kys",
+            "do everyone a favour and jump off a bridge",
+            "you should go drink bleach",
             "someone told me to kys, so now i'm telling you: kys",
         ),
         (
@@ -247,9 +249,11 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "how old are you? send me a pic",
             "don't tell your parents about us",
             "this is our little secret, send pics",
+            "how old r u? wanna video chat with no clothes on",
         ),
         (
             "how old are you? i'm 30",
+            "how old are you? i take off my shoes at the door",
             "don't tell your mom about the surprise party",
             "sex education class starts at 9",
         ),
