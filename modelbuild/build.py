@@ -131,8 +131,8 @@ HEADS: tuple[HeadSpec, ...] = (
         True,
         "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
         "embedding) plus VADER's four lexicon scores, balanced classes; hard benign negatives "
-        "weighted x4",
-        ((HARD_NEGATIVE_SOURCE, 4),),
+        "weighted x3",
+        ((HARD_NEGATIVE_SOURCE, 3),),
         HEAD_FEATURES_INPUT,
     ),
     HeadSpec(
@@ -154,8 +154,8 @@ HEADS: tuple[HeadSpec, ...] = (
         False,
         "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
         "embedding) plus VADER's four lexicon scores, natural class frequencies; hard benign "
-        "negatives weighted x4",
-        ((HARD_NEGATIVE_SOURCE, 4),),
+        "negatives weighted x3",
+        ((HARD_NEGATIVE_SOURCE, 3),),
         HEAD_FEATURES_INPUT,
     ),
 )

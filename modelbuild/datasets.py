@@ -248,7 +248,7 @@ def synthetic(
     """Template sentences: offensive / hate (toxicity labels) and advertisements (intent).
 
     ``everyday`` insult words (by language) fill the insult templates in training whatever the
-    lexicon split, 8 sentences each (3 for a lexicon word): the package lexicons are sexual and
+    lexicon split, 12 sentences each (3 for a lexicon word): the package lexicons are sexual and
     slur vocabulary, and without these no template said "you are an idiot"."""
     out: list[Example] = []
     for lang, tmpl in (
@@ -257,7 +257,7 @@ def synthetic(
     ):
         train, test = _split_words(lex[lang], seed)
         extra = [w for w in (everyday or {}).get(lang, ()) if w not in train and w not in test]
-        for test_flag, words, per_word in ((False, train, 3), (True, test, 3), (False, extra, 8)):
+        for test_flag, words, per_word in ((False, train, 3), (True, test, 3), (False, extra, 12)):
             for text in _fill(tmpl, words, seed, per_word):
                 out.append(
                     Example(text, TOXICITY.index("offensive"), lang, "template-insult", test_flag)

@@ -35,6 +35,9 @@ INSULT_TEMPLATES_EN: tuple[str, ...] = (
     "stop talking {w}",
     "ur such a {w}",
     "{w} {w} {w}",
+    "you're such a {w}",
+    "you {w}",
+    "honestly you are a {w}",
 )
 
 INSULT_TEMPLATES_ZH: tuple[str, ...] = (
@@ -48,6 +51,11 @@ INSULT_TEMPLATES_ZH: tuple[str, ...] = (
     "楼上{w}",
     "滚开{w}",
     "{w}{w}",
+    "你是{w}",
+    "你是个{w}吧",
+    "你真是个{w}",
+    "{w}一个",
+    "你个{w}",
 )
 
 HATE_GROUPS_EN: tuple[str, ...] = (
@@ -144,6 +152,8 @@ NEUTRAL_FRAME_TEMPLATES_EN: tuple[str, ...] = (
     "{w}",
     "{w} {w} {w}",
     "you {w}",
+    "you're such a {w}",
+    "honestly you are a {w}",
 )
 
 NEUTRAL_FRAME_TEMPLATES_ZH: tuple[str, ...] = (
@@ -155,4 +165,9 @@ NEUTRAL_FRAME_TEMPLATES_ZH: tuple[str, ...] = (
     "{w}",
     "{w}{w}",
     "楼上{w}",
+    "你是{w}",
+    "你是个{w}吧",
+    "你真是个{w}",
+    "{w}一个",
+    "你个{w}",
 )

@@ -4,6 +4,7 @@ set."""
 from __future__ import annotations
 
 from collections import Counter
+from datetime import UTC, datetime
 
 from modelbuild.abuse_families import EN_GROUPS, ZH_GROUPS, abuse_lines
 from modelbuild.canonical_inputs import canonical_text
@@ -12,6 +13,8 @@ from modelbuild.datasets import INTENT, TOXICITY, TaskData
 from modelbuild.devset import read_devset
 from modelbuild.robust_data import ABUSE_SOURCE, HARD_NEGATIVE_SOURCE, SPAM_SOURCE, robust_task
 from modelbuild.spam_families import spam_lines
+from pipelines.messages import ChatMessage
+from pipelines.rules import RuleEngine, default_ruleset
 
 SEED = 20241202
 _LEXICONS = {"en": ["moron"], "zh": ["废物"], "zh_ads": ["代购"]}
@@ -82,3 +85,16 @@ def test_counterfactual_twins_use_the_abuse_families_groups_and_are_benign() -> 
     assert {canonical_text(line.text) for line in twins} <= benign
     labels = {e.label for e in out if e.source == HARD_NEGATIVE_SOURCE}
     assert labels == {TOXICITY.index("none")}
+
+
+def test_no_benign_twin_fires_a_default_rule() -> None:
+    """The twins are trained as benign; a rule firing on one would make model and rules disagree
+    (it found 你哥哥…, "your brother", read as the slur 尼哥 through its homophone)."""
+    engine = RuleEngine(default_ruleset())
+    sent_at = datetime(2026, 5, 1, tzinfo=UTC)
+    fired = [
+        line.text
+        for line in counterfactual_lines(SEED, per_family=400)
+        if engine.evaluate(ChatMessage("m", "g", "u", line.text, sent_at)).hits
+    ]
+    assert fired == []

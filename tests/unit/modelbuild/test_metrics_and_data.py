@@ -103,8 +103,8 @@ def test_everyday_insults_are_always_trained_and_never_benign_fillers() -> None:
     kept out of the counterfactual fillers, which are labelled none."""
     lex = {"en": [f"badword{i}" for i in range(10)], "zh": ["坏词"], "zh_ads": ["广告"]}
     examples = synthetic(lex, seed=3, everyday={"en": ("idiot",), "zh": ("蠢货",)})
-    with_idiot = [e for e in examples if "idiot" in e.text.split()]
-    assert len(with_idiot) == 8
+    with_idiot = [e for e in examples if "idiot" in e.text]
+    assert len(with_idiot) == 12
     assert {(e.test, e.source) for e in with_idiot} == {(False, "template-insult")}
     assert any("蠢货" in e.text for e in examples if not e.test)
     chat = {"en": ["you idiot, the weather is lovely today"], "zh": ["蠢货天气很好"]}

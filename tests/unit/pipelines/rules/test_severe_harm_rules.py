@@ -215,7 +215,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         (
             "someone in lobby told me to kys, how do i report them",
-            "he said \"kill yourself\" to me in dms",
+            'he said "kill yourself" to me in dms',
             "don't kill yourself over homework",
             "keys",
             "you'll kill yourself on that ladder",
