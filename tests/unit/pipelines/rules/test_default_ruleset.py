@@ -38,6 +38,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("send me the notes", "can you hook up the printer", "sex education class"),
     ),
     "zh.sexual.solicitation": (("同城约炮", "有没有人裸聊"), ("约会吃饭", "包子很好吃")),
+    "zh.sexual.hookup": (
+        ("约吗,今晚开房", "开房约不约", "今晚一起开房吗"),
+        ("周末打球约吗", "出差到了,先去酒店开房"),
+    ),
     "spam.free_money_link": (
         ("FREE MONEY at https://scam.example", "earn $500 per day www.easy.example"),
         ("free money would be nice", "read https://docs.example for details"),
@@ -48,6 +52,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "zh.spam.brushing": (("招兼职刷单日结", "刷单返利了解一下"), ("兼职老师招聘", "刷卡消费")),
     "zh.spam.easy_money": (("在家躺赚", "每天日赚三百"), ("赚钱不容易", "日子过得很快")),
+    "zh.spam.fake_engagement": (
+        ("代刷粉丝点赞,一元一千", "专业刷粉刷赞"),
+        ("今天涨粉了", "刷视频刷到好笑的"),
+    ),
     "spam.repeated_money": (
         ("$10 $20 $30 just today", "￥100 ¥200 ￥300", "100元 200元 300块"),
         ("costs $10 or $20", "100元"),

@@ -32,6 +32,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i'll burn your house down",
             "i will find you and kill you",
             "i'm going to end your life",
+            "im going to find you and beat you until you cant walk",
         ),
         (
             "I will kill this bug",
@@ -47,6 +48,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "this habit will end your life early, quit smoking",
             "this game is killing me",
             "the butcher will cut the ribs for you",
+            "i will beat you at chess tonight",
         ),
     ),
     "en.threat.family": (
@@ -73,6 +75,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "something bad might happen to you",
             "i'll hunt you down",
             "you won't live to see tomorrow",
+            "nice school, would be a shame if someone was waiting for you at the gate",
         ),
         (
             "i know where you work",
@@ -81,6 +84,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "my cat is so cute",
             "police said the man was found dead at home",
             "the days are getting shorter",
+            "it would be a shame if someone missed the party",
         ),
     ),
     "zh.threat.direct": (
@@ -122,6 +126,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "有你好看的!",
             "你死定了",
             "别让我在外面碰到你",
+            "你家地址我已经查到了,等死吧",
+            "已经开盒了,你的身份证号马上挂出来",
+            "信不信我人肉你",
         ),
         (
             "你给我等着,我马上到",
@@ -129,6 +136,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "出门小心点哦",
             "我知道你在哪上班",
             "我死定了,作业没写",
+            "盲盒开盒视频来了",
+            "你家地址发我一下,寄快递",
         ),
     ),
     "en.self_harm.intent": (
@@ -224,8 +233,22 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "zh.self_harm.incitement": (
-        ("你去死吧", "你怎么还不去死", "劝你早点自杀", "赶紧去跳楼", "你死了算了"),
-        ("我打死也不去", "你去死亡谷玩吗", "别去跳楼机那里排队了", "我死了算了"),
+        (
+            "你去死吧",
+            "你怎么还不去死",
+            "劝你早点自杀",
+            "赶紧去跳楼",
+            "你死了算了",
+            "建议你直接跳楼",
+            "劝你还是去死吧",
+        ),
+        (
+            "我打死也不去",
+            "你去死亡谷玩吗",
+            "别去跳楼机那里排队了",
+            "我死了算了",
+            "建议你直接跳过这关",
+        ),
     ),
     "en.sexual_exploitation.sextortion": (
         (
