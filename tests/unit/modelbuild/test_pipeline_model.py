@@ -305,6 +305,29 @@ def test_cpu_instances_run_the_int8_encoder_when_configured(
     )
 
 
+def test_int8_scores_do_not_depend_on_the_batch(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """The int8 encoder quantises activations per run; it runs each message alone by default,
+    so a message scores the same alone and in any batch. ``per_message`` must be a boolean."""
+    cpu = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
+    texts = ["hello", "a b great", "b a b awful b a b awful", "hello a hello", "great"]
+    together = cpu.scores(texts)
+    for row, text in enumerate(texts):
+        alone = cpu.scores([text])
+        for name in WIDTHS:
+            assert np.array_equal(alone[name][0], together[name][row])
+    assert {name: rows.shape[0] for name, rows in cpu.scores([]).items()} == dict.fromkeys(
+        WIDTHS, 0
+    )
+    grouped = _load(
+        pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="false"
+    )
+    assert grouped._pool is None
+    with pytest.raises(pipeline.PipelineConfigError, match="per_message"):
+        _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="x")
+
+
 def _parameters(model: str) -> dict[str, str]:
     text = (REPOSITORY / model / "config.pbtxt").read_text()
     return dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
