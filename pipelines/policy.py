@@ -94,16 +94,19 @@ class PolicyThresholds:
     what the model flags but does not block goes to a person, and nothing the model allows does
     (an escalated allow is a reviewer's time spent on ordinary chat; with 0.45 the grey zone
     escalated 2.9 % of everyday English chat lines against 1.8 % at 0.60, catching nothing
-    more, see ``modstream models eval``)."""
+    more, see ``modstream models eval``). ``flag_offensive`` 0.65 and ``flag_hate`` 0.60 (were
+    0.60 and 0.50): on 554 held-out everyday chat lines the whole decision flagged 12 English and
+    2 Chinese lines at the old values, 10 and 2 at these, and 1 of 120 harmful lines written
+    outside the dev set went uncaught (``model_repository/moderation/MODEL_CARD.md``)."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95
-    flag_offensive: float = 0.60
-    flag_hate: float = 0.50
+    flag_offensive: float = 0.65
+    flag_hate: float = 0.60
     block_spam: float = 0.97
     flag_spam: float = 0.70
     flag_advertisement: float = 0.70
-    escalate_low: float = 0.60
+    escalate_low: float = 0.65
     escalate_high: float = 0.85
 
     def __post_init__(self) -> None:
