@@ -28,9 +28,24 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("f*ck you", "what the f**k", "sh!t happens", "b1tch"),
         ("fukushima trip", "a shirt", "fuchsia"),
     ),
-    "en.offensive.insult": (("you moron", "total dumbass"), ("moronic", "oxymoron")),
+    "en.offensive.insult": (
+        ("you moron", "total dumbass", "you're a waste of oxygen"),
+        ("moronic", "oxymoron", "oxygen tanks"),
+    ),
+    "en.harassment.death_wish": (
+        (
+            "I hope your whole family gets cancer and dies slowly",
+            "d.i.e in a f.i.r.e",
+            "go die in a fire",
+        ),
+        ("i hope you get better soon", "the hero dies in a fire at the end of the film"),
+    ),
+    "zh.hate.group_smear": (
+        ("河南人都是骗子", "外地佬全是小偷"),
+        ("我们班的人都是学霸", "骗子都是这样说的"),
+    ),
     "zh.offensive.profanity": (
-        ("你个傻逼", "他妈的烦死了", "草泥马"),
+        ("你个傻逼", "他妈的烦死了", "草泥马", "你马没了"),
         ("他妈妈做饭很好吃", "傻瓜相机"),
     ),
     "en.sexual.solicitation": (
@@ -39,8 +54,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "zh.sexual.solicitation": (("同城约炮", "有没有人裸聊"), ("约会吃饭", "包子很好吃")),
     "zh.sexual.hookup": (
-        ("约吗,今晚开房", "开房约不约", "今晚一起开房吗"),
-        ("周末打球约吗", "出差到了,先去酒店开房"),
+        ("约吗,今晚开房", "开房约不约", "今晚一起开房吗", "美女约吗?一晚多少钱"),
+        ("周末打球约吗", "出差到了,先去酒店开房", "酒店一晚多少钱"),
     ),
     "spam.free_money_link": (
         ("FREE MONEY at https://scam.example", "earn $500 per day www.easy.example"),
@@ -51,7 +66,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("请帮我开发票", "发票已经寄出"),
     ),
     "zh.spam.brushing": (("招兼职刷单日结", "刷单返利了解一下"), ("兼职老师招聘", "刷卡消费")),
-    "zh.spam.easy_money": (("在家躺赚", "每天日赚三百"), ("赚钱不容易", "日子过得很快")),
+    "zh.spam.easy_money": (
+        ("在家躺赚", "每天日赚三百", "家人们,日入过千"),
+        ("赚钱不容易", "日子过得很快"),
+    ),
     "zh.spam.fake_engagement": (
         ("代刷粉丝点赞,一元一千", "专业刷粉刷赞"),
         ("今天涨粉了", "刷视频刷到好笑的"),

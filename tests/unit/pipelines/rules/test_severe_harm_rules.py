@@ -76,6 +76,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i'll hunt you down",
             "you won't live to see tomorrow",
             "nice school, would be a shame if someone was waiting for you at the gate",
+            "nice house, shame if it burned down with your kids inside",
         ),
         (
             "i know where you work",
@@ -85,6 +86,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "police said the man was found dead at home",
             "the days are getting shorter",
             "it would be a shame if someone missed the party",
+            "shame if it burned down, the old mill was pretty",
         ),
     ),
     "zh.threat.direct": (
@@ -129,6 +131,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "你家地址我已经查到了,等死吧",
             "已经开盒了,你的身份证号马上挂出来",
             "信不信我人肉你",
+            "兄弟们人肉他",
         ),
         (
             "你给我等着,我马上到",
@@ -222,6 +225,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "drink bleach lol",
             "nobody likes you. jump off a bridge",
             "the world is better without you",
+            "k y s",
             "you should go drink bleach",
             "someone told me to kys, so now i'm telling you: kys",
         ),
@@ -246,6 +250,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "你死了算了",
             "建议你直接跳楼",
             "劝你还是去死吧",
+            "建议你今晚从楼上跳下去,别再出来丢人了",
+            "建议原地自鲨",
         ),
         (
             "我打死也不去",
@@ -253,6 +259,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "别去跳楼机那里排队了",
             "我死了算了",
             "建议你直接跳过这关",
+            "我原地去世了,太可爱了",
         ),
     ),
     "en.sexual_exploitation.sextortion": (
@@ -308,8 +315,15 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我会曝光你的不雅视频",
             "我把你的艳照发到群里",
             "不转钱的话就把视频公开",
+            "你的照片我都P好了,不转账就发到你们学校表白墙",
         ),
-        ("不要把裸照发到网上", "我把你的照片发给你了", "明星艳照被曝光", "不给我发照片就算了"),
+        (
+            "不要把裸照发到网上",
+            "我把你的照片发给你了",
+            "明星艳照被曝光",
+            "不给我发照片就算了",
+            "照片修好了,不付尾款就不发原图",
+        ),
     ),
     "zh.sexual_exploitation.grooming": (
         ("你几岁了?发张裸照", "别告诉你爸妈我们见面的事"),
