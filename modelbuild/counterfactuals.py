@@ -8,15 +8,21 @@ of, and the sexual families for words a sex-education or health line needs. Here
 those families also appears in neutral statements (demographics, laws, culture, people met), the
 verbs and words in game, sport, cooking, health and school contexts, and the belittling
 family's "just leave" / "log off" in ordinary leave-taking ("logging off now, take care"), so
-that what the head learns is the attack, not the word. Three more families answer what the
-disguise augmentation teaches by accident: abbreviations, digits and pinyin initials are what
-disguised abuse looks like, so short everyday slang ("afk 5 min", "gg wp", "666", "yyds",
-"xswl") is written out as benign; self-deprecation ("i'm trash on this map", "我太菜了") keeps
-an insult aimed at oneself benign; everyday lines addressed to "you" and "your family" ("替我向你
-爸妈问好", "say hi to your mom") balance the insult templates' "you are a …" / "你是…"; and
-Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎 ("杀鸡儆猴", "笑死我了") keep
-those characters from reading as threats. Every template and slot value was written by hand for
-this module (none from the adversarial dev set).
+that what the head learns is the attack, not the word.
+
+More families answer what the disguise augmentation and the insult templates teach by
+accident. Abbreviations, digits and pinyin initials are what disguised abuse looks like, so
+short everyday slang ("afk 5 min", "gg wp", "slay 💅", "666", "yyds", "xswl", "狗头保命") is
+written out as benign. Self-deprecation ("i'm trash on this map", "我太菜了") keeps an insult
+aimed at oneself benign; lines addressed to "you" and "your family" ("替我向你爸妈问好", "say hi
+to your mom") balance the insult templates' "you are a …" / "你是…". Neutral mentions of Chinese
+regions and their food ("东北锅包肉yyds") balance the regional hate templates; farm animals by
+their names (cock, bitch in breeding) and ordinary links shared in chat keep those from reading
+as abuse or spam; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎 ("杀鸡儆猴",
+"笑死我了") keep those characters from reading as threats. Every template and slot value was
+written by hand for this module (none from the adversarial dev set); the slang, region, animal
+and link families were written after a probe set of everyday lines showed those false
+positives (so that probe is no longer a clean measure of them).
 """
 
 from __future__ import annotations
@@ -154,6 +160,8 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "that {thing} was {praise} {slang2}",
             "{slang} that {thing} was {praise}",
             "ok {n} more games then {away}",
+            "{away} {n} min",
+            "{style} {emoji}",
         ),
         {
             "slang": (
@@ -184,6 +192,46 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "thing": ("clutch", "play", "song", "stream", "match", "edit", "combo", "goal"),
             "praise": ("fire", "insane", "goated", "cracked", "so clean", "lowkey amazing"),
             "n": ("2", "5", "10", "15", "20"),
+            "style": (
+                "slay",
+                "ate that",
+                "periodt",
+                "it's giving main character",
+                "no cap",
+                "iconic",
+                "mother",
+                "serving looks",
+            ),
+            "emoji": ("💅", "🔥", "✨", "💀", "😭", "🙌"),
+        },
+    ),
+    Family(
+        "en",
+        "animal_and_link",
+        (
+            "the {bird} {did} at {time}, farm life is rough",
+            "our {animal} had {n} {young} this spring",
+            "the vet checked the {animal} and her {young}",
+            "{intro}: https://www.{site}/{path}",
+            "{intro} {site}/{path}",
+        ),
+        {
+            "bird": ("cock", "rooster", "hen", "goose", "turkey"),
+            "did": ("crowed", "woke everyone", "started squawking", "got out again"),
+            "time": ("5am", "dawn", "six", "sunrise"),
+            "animal": ("bitch", "sow", "mare", "ewe", "cow", "nanny goat"),
+            "n": ("two", "three", "six", "eight"),
+            "young": ("puppies", "piglets", "foals", "lambs", "calves", "kids"),
+            "intro": (
+                "here's the recipe",
+                "video link",
+                "the docs are here",
+                "map of the venue",
+                "found the patch notes",
+                "tickets are on",
+            ),
+            "site": ("youtube.com", "github.com", "wikipedia.org", "bbc.co.uk", "reddit.com"),
+            "path": ("watch?v=a1b2c3", "r/cooking", "wiki/Chess", "news/world", "docs/setup"),
         },
     ),
     Family(
@@ -255,6 +303,36 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "zh",
+        "region_and_link",
+        (
+            "{region}的{food}真好吃",
+            "{region}{food}yyds",
+            "我老家是{region}的，{tail}",
+            "下个月去{region}玩，有推荐吗",
+            "{intro}：https://www.{site}/{path}",
+            "{intro} {site}/{path}",
+        ),
+        {
+            "region": ("河南", "东北", "四川", "上海", "新疆", "广东", "湖南", "山东", "云南"),
+            "food": (
+                "烩面",
+                "锅包肉",
+                "火锅",
+                "小笼包",
+                "大盘鸡",
+                "早茶",
+                "米粉",
+                "煎饼",
+                "过桥米线",
+            ),
+            "tail": ("过年回去", "欢迎来玩", "那边冬天很冷", "家里人都很热情"),
+            "intro": ("视频链接", "攻略在这", "文档地址", "菜谱看这个", "活动页面"),
+            "site": ("bilibili.com", "zhihu.com", "douban.com", "weibo.com", "github.com"),
+            "path": ("video/BV1ab411c7", "question/12345", "doc/abc", "p/98765"),
+        },
+    ),
+    Family(
+        "zh",
         "chat_slang",
         (
             "{slang}",
@@ -284,7 +362,20 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
                 "稳了",
                 "hhh",
             ),
-            "slang2": ("哈哈哈", "笑死", "6666", "冲", "好耶", "dddd", "u1s1", "hhhh", "😂"),
+            "slang2": (
+                "哈哈哈",
+                "笑死",
+                "6666",
+                "冲",
+                "好耶",
+                "dddd",
+                "u1s1",
+                "hhhh",
+                "😂",
+                "狗头保命🐶",
+                "[狗头]",
+                "手动狗头",
+            ),
             "react": ("我去", "我天这么强", "太秀了", "牛", "绝了", "好家伙", "啊啊啊"),
             "thing": ("操作", "波", "歌", "视频", "剧", "剪辑", "团战", "走位"),
             "praise": ("太秀了", "牛", "yyds", "绝了", "真顶", "666", "爱了"),
