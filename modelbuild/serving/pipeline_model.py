@@ -18,7 +18,7 @@ spread over ``intra_op_threads`` worker threads of one encoder thread each. Its 
 quantised with one scale per run, so in a group a message's scores depended on the other
 messages of the batch (a toxicity score moved by up to 0.22 between batch compositions, enough
 to flip a decision near a threshold); alone, a message gets the same scores whatever it is
-batched with. It costs about 15-25 % of the grouped throughput on 2 cores (``per_message`` =
+batched with. It costs about 30-35 % of the grouped throughput on 2 cores (``per_message`` =
 ``false`` restores the groups).
 
 Input contract: ``TEXT`` is the message's *canonical* text, ``pipelines.canonical.canonicalize
