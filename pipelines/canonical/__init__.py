@@ -11,17 +11,19 @@ Base canonical text (``CanonicalText.text``, what the models score):
 3. ``confusables``: Greek, Cyrillic, IPA and other look-alike letters inside Latin words mapped
    to their Latin prototype (Unicode TR39 data); genuine Greek and Russian words are kept;
 4. ``traditional``: Traditional Chinese to Simplified (OpenCC ``t2s``);
-5. ``rejoin``: single letters split by spaces, dots, dashes or emoji joined (``f u c k``), Han
+5. ``emoji_words``: emoji that stand for a Chinese character, next to Han text, read as it
+   (``你是🐷吧`` -> ``你是猪吧``, ``笑💀`` -> ``笑死``); separator emoji (``🔥``) are not listed;
+6. ``rejoin``: single letters split by spaces, dots, dashes or emoji joined (``f u c k``), Han
    characters split by spaces or symbols joined (``傻 逼``);
-6. normalisation again (a joined run may need squeezing); steps 1-6 repeat until the text is
+7. normalisation again (a joined run may need squeezing); steps 1-7 repeat until the text is
    stable, so ``canonicalize(canonicalize(x).text).text == canonicalize(x).text``.
 
 Readings for matching only (never scored, never stored), computed from the base text:
 
-7. ``links``: defanged links restored (``hxxp``, ``[.]``, ``dot com``) -> ``CanonicalText.links``;
-8. ``leet``: tokens mixing letters with digits or symbols read as letters (``sh1t``) and
+8. ``links``: defanged links restored (``hxxp``, ``[.]``, ``dot com``) -> ``CanonicalText.links``;
+9. ``leet``: tokens mixing letters with digits or symbols read as letters (``sh1t``) and
    ``*``-masked tokens (``f*ck``) -> ``CanonicalText.leet``, ``CanonicalText.masks``;
-9. ``pinyin``: the fuzzy pinyin syllables of Han text (and of the one-syllable Latin words in
+10. ``pinyin``: the fuzzy pinyin syllables of Han text (and of the one-syllable Latin words in
    it) -> ``CanonicalText.pinyin``, for homophones; keyword lists get their pinyin forms
    (syllables, spellings such as ``shabi``, initials such as ``nmsl``) with ``keyword_forms``.
    A Latin word typed in pinyin is its own reading: the spellings and initials of the keywords

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.canonical.confusables import fold_confusables
+from pipelines.canonical.emoji_words import read_emoji_words
 from pipelines.canonical.leet import leet_readings
 from pipelines.canonical.links import deobfuscate_links
 from pipelines.canonical.marks import strip_marks
@@ -44,11 +45,12 @@ class CanonicalText:
 
 
 def _stages(text: str) -> str:
-    """Steps 2-5 on normalised text."""
+    """Steps 2-6 on normalised text."""
     if not text.isascii():
         text = strip_marks(text)
         text = fold_confusables(text)
         text = to_simplified(text)
+        text = read_emoji_words(text)
     return rejoin(text)
 
 
