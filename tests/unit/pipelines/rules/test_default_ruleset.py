@@ -45,8 +45,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("我们班的人都是学霸", "骗子都是这样说的"),
     ),
     "zh.offensive.profanity": (
-        ("你个傻逼", "他妈的烦死了", "草泥马", "你马没了", "你\U0001f434没了"),
-        ("他妈妈做饭很好吃", "傻瓜相机"),
+        ("你个傻逼", "他妈的烦死了", "草泥马", "你马没了", "你\U0001f434没了", "人zha", "你死全家"),
+        ("他妈妈做饭很好吃", "傻瓜相机", "出生日期", "白吃白喝"),
     ),
     "en.sexual.solicitation": (
         ("send me nudes", "wanna hook up tonight?", "sex chat anyone"),
