@@ -8,7 +8,10 @@ is untouched.
 
 Chinese: separators between two Han characters are removed (``傻 逼``, ``傻*逼`` and ``傻.逼``
 read ``傻逼``); Chinese does not put spaces between words, so nothing is lost. Commas, colons
-and sentence punctuation are kept: they separate clauses.
+and sentence punctuation are kept: they separate clauses. One separator is a word: a plus sign
+(or the heavy plus emoji) before a contact handle (``+薇``, ``+v``) is how contact spam writes
+加 ("add"), so it is read as 加 rather than dropped (``有意者+薇`` reads ``有意者加薇``); ``1+1``,
+``c++`` and a plus before other words are untouched.
 """
 
 from __future__ import annotations
@@ -26,6 +29,9 @@ _HAN_SEPARATOR = (
 )
 _SPLIT_HAN = re.compile(rf"(?<={HAN_CLASS}){_HAN_SEPARATOR}+(?={HAN_CLASS})")
 _SEPARATORS = re.compile(f"{SEPARATOR_CLASS}+")
+_PLUS_CONTACT = re.compile(
+    r"(?<![0-9a-z+])[+\u2795]\ufe0f?\s?(?=(?:vx|wx|v|qq|q|微信|微|薇|威|扣扣|扣|企鹅)(?:[^a-z]|$))"
+)
 _MIN_SPACED = 4
 _NOT_SPACE = str.maketrans(dict.fromkeys("abcdefghijklmnopqrstuvwxyz", " "))
 
@@ -42,5 +48,6 @@ def rejoin(text: str) -> str:
     """``text`` with split-up Latin letter runs and Han characters joined back together."""
     text = _SPLIT_LETTERS.sub(_join, text)
     if not text.isascii():
+        text = _PLUS_CONTACT.sub("加", text)
         text = _SPLIT_HAN.sub("", text)
     return text
