@@ -22,6 +22,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 from common.settings import project_root
 from modelbuild.serving.pipeline_model import (
     ENCODER_UNFUSED,
+    _length_chunks,
     _trim,
     lexicon_scores,
 )
@@ -101,8 +102,8 @@ def _encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> Any:
 
 def _cpu_encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> dict[str, Array]:
     """The ``tokenizer`` model, then the encoder file the moderation models run on CPU
-    (``cpu_encoder_file``, int8) in process, one message per run as the served model does
-    (int8 activations are scaled per run)."""
+    (``cpu_encoder_file``, int8) in process, in the served model's length groups: int8
+    activations are scaled per group, so only the same groups give the same floats."""
     data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
     text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
     text.set_data_from_numpy(data)
@@ -115,8 +116,7 @@ def _cpu_encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> d
     )
     width = int(session.get_outputs()[1].shape[1])  # features
     features = np.zeros((len(texts), width), dtype=np.float32)
-    for row in range(len(texts)):
-        rows = np.array([row])
+    for rows in _length_chunks(mask, 16):
         chunk = _trim(mask[rows])
         feed = {"input_ids": ids[rows, : chunk.shape[1]], "attention_mask": chunk}
         features[rows] = session.run(["features"], feed)[0]
@@ -298,9 +298,8 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
     triton: TritonServer, client: grpcclient.InferenceServerClient
 ) -> None:
     """8 requests of 100 messages at once (the ensemble segfaulted Triton on this) each get
-    their own 100 valid rows, the same as the messages sent alone (the int8 encoder runs each
-    message on its own, so the batch the dynamic batcher made does not matter); the server
-    stays healthy."""
+    their own 100 valid rows, close to the same messages sent alone (same top class for at
+    least 95%); the server stays healthy."""
     texts = _chat_lines(800)
     batches = [texts[i * 100 : (i + 1) * 100] for i in range(8)]
 
@@ -323,8 +322,14 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
             assert np.allclose(result[name].sum(axis=1), 1.0, atol=1e-4)
     alone = _infer(client, batches[5], queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
     for name in MODEL_OUTPUTS:
-        # Before per-message runs, a row moved by up to 0.22 with the batch composition.
-        assert float(np.abs(results[5][name] - alone[name]).max()) <= 1e-5
+        # The int8 CPU encoder scales activations per length group, and the dynamic batcher may
+        # have merged these requests into other groups: close, not equal (float32: 1e-5). The
+        # features heads read the quantised middle blocks too, so they move more than the
+        # embedding heads did (largest row difference measured 0.21-0.22, was under 0.2); the
+        # per_message parameter removes this (unit-tested in test_pipeline_model.py).
+        assert float(np.abs(results[5][name] - alone[name]).max()) <= 0.3
+        same = np.argmax(results[5][name], axis=1) == np.argmax(alone[name], axis=1)
+        assert float(same.mean()) >= 0.95
 
 
 def test_float32_encoder_model_agrees_with_the_cpu_encoder(

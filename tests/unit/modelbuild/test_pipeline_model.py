@@ -308,9 +308,12 @@ def test_cpu_instances_run_the_int8_encoder_when_configured(
 def test_int8_scores_do_not_depend_on_the_batch(
     pipeline: types.ModuleType, repository: Path
 ) -> None:
-    """The int8 encoder quantises activations per run; it runs each message alone by default,
-    so a message scores the same alone and in any batch. ``per_message`` must be a boolean."""
-    cpu = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
+    """The int8 encoder quantises activations per run; with ``per_message`` it runs each message
+    alone, so a message scores the same alone and in any batch (grouped, the default, it does
+    not). ``per_message`` must be a boolean."""
+    cpu = _load(
+        pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="true"
+    )
     texts = ["hello", "a b great", "b a b awful b a b awful", "hello a hello", "great"]
     together = cpu.scores(texts)
     for row, text in enumerate(texts):
@@ -320,9 +323,7 @@ def test_int8_scores_do_not_depend_on_the_batch(
     assert {name: rows.shape[0] for name, rows in cpu.scores([]).items()} == dict.fromkeys(
         WIDTHS, 0
     )
-    grouped = _load(
-        pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="false"
-    )
+    grouped = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
     assert grouped._pool is None
     with pytest.raises(pipeline.PipelineConfigError, match="per_message"):
         _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="x")
