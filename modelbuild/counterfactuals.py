@@ -17,12 +17,13 @@ written out as benign. Self-deprecation ("i'm trash on this map", "我太菜了"
 aimed at oneself benign; lines addressed to "you" and "your family" ("替我向你爸妈问好", "say hi
 to your mom") balance the insult templates' "you are a …" / "你是…". Neutral mentions of Chinese
 regions and their food ("东北锅包肉yyds") balance the regional hate templates; farm animals by
-their names (cock, bitch in breeding) and ordinary links shared in chat keep those from reading
-as abuse or spam; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎 ("杀鸡儆猴",
-"笑死我了") keep those characters from reading as threats. Every template and slot value was
-written by hand for this module (none from the adversarial dev set); the slang, region, animal
-and link families were written after a probe set of everyday lines showed those false
-positives (so that probe is no longer a clean measure of them).
+their names (cock, bitch in breeding), second-hand trades between users ("selling my bike,
+$80, pickup only", "出自行车 九成新 可以小刀") and ordinary links shared in chat keep those from
+reading as abuse or spam; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎
+("杀鸡儆猴", "笑死我了") keep those characters from reading as threats. Every template and slot
+value was written by hand for this module (none from the adversarial dev set); the slang,
+region, animal and link families were written after a probe set of everyday lines showed those
+false positives (so that probe is no longer a clean measure of them).
 """
 
 from __future__ import annotations
@@ -236,6 +237,22 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "en",
+        "second_hand",
+        (
+            "selling my {item}, {cond}, ${price}, {where}",
+            "looking to buy a used {item}, budget around ${price}",
+            "is ${price} too much for a {cond} {item}?",
+            "sold the {item} for ${price}, thanks everyone",
+        ),
+        {
+            "item": ("bike", "monitor", "phone", "keyboard", "textbook", "console", "desk"),
+            "cond": ("barely used", "like new", "a year old", "slightly scratched"),
+            "price": ("40", "80", "120", "250"),
+            "where": ("pickup only", "local pickup", "can meet downtown", "no shipping"),
+        },
+    ),
+    Family(
+        "en",
         "self_deprecation",
         (
             "i'm {bad} on this {where}, can someone carry me",
@@ -329,6 +346,24 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "intro": ("视频链接", "攻略在这", "文档地址", "菜谱看这个", "活动页面"),
             "site": ("bilibili.com", "zhihu.com", "douban.com", "weibo.com", "github.com"),
             "path": ("video/BV1ab411c7", "question/12345", "doc/abc", "p/98765"),
+        },
+    ),
+    Family(
+        "zh",
+        "second_hand",
+        (
+            "出{item}，{cond}，{price}，{where}",
+            "收一个{item}，预算{price}左右",
+            "我的{item}{price}出了，{tail}",
+            "这个{item}{price}贵不贵？{ask}",
+        ),
+        {
+            "item": ("二手手机", "旧书", "显示器", "自行车", "电饭煲", "游戏机", "键盘"),
+            "cond": ("九成新", "用了一年", "没怎么用", "有点划痕"),
+            "price": ("一百块", "两百", "三百五", "八十块", "五百"),
+            "where": ("同城自提", "可以小刀", "楼下交易", "不包邮"),
+            "tail": ("谢谢大家", "感谢捧场", "下次再出"),
+            "ask": ("能便宜点吗", "可以面交吗", "还在吗"),
         },
     ),
     Family(
