@@ -64,6 +64,10 @@ PIPELINE_MODELS = ("moderation", "moderation_v1")
 SEED = 20241202
 MAX_ABS_ERROR = 1e-4
 _SERVING = Path(__file__).parent / "serving"
+_ON_FEATURES = (
+    "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
+    "embedding) plus VADER's four lexicon scores"
+)
 _CHECK_TEXTS = (
     "hello, how are you today?",
     "你这个傻逼，滚出去",
@@ -117,8 +121,7 @@ HEADS: tuple[HeadSpec, ...] = (
         0,
         0.5,
         False,
-        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
-        "embedding) plus VADER's four lexicon scores; tweets weighted x3",
+        _ON_FEATURES + "; tweets weighted x3",
         (("tweets", 3),),
         HEAD_FEATURES_INPUT,
     ),
@@ -129,9 +132,7 @@ HEADS: tuple[HeadSpec, ...] = (
         0,
         0.1,
         True,
-        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
-        "embedding) plus VADER's four lexicon scores, balanced classes; hard benign negatives "
-        "weighted x3",
+        _ON_FEATURES + ", balanced classes; hard benign negatives weighted x3",
         ((HARD_NEGATIVE_SOURCE, 3),),
         HEAD_FEATURES_INPUT,
     ),
@@ -152,9 +153,7 @@ HEADS: tuple[HeadSpec, ...] = (
         0,
         0.1,
         False,
-        "multinomial logistic regression on the encoder's features (blocks 4, 8, 10 and the "
-        "embedding) plus VADER's four lexicon scores, natural class frequencies; hard benign "
-        "negatives weighted x3",
+        _ON_FEATURES + ", natural class frequencies; hard benign negatives weighted x3",
         ((HARD_NEGATIVE_SOURCE, 3),),
         HEAD_FEATURES_INPUT,
     ),

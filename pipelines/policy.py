@@ -95,9 +95,10 @@ class PolicyThresholds:
     (an escalated allow is a reviewer's time spent on ordinary chat; with 0.45 the grey zone
     escalated 2.9 % of everyday English chat lines against 1.8 % at 0.60, catching nothing
     more, see ``modstream models eval``). ``flag_offensive`` 0.65 and ``flag_hate`` 0.60 (were
-    0.60 and 0.50): on 554 held-out everyday chat lines the whole decision flagged 12 English and
-    2 Chinese lines at the old values, 10 and 2 at these, and 1 of 120 harmful lines written
-    outside the dev set went uncaught (``model_repository/moderation/MODEL_CARD.md``)."""
+    0.60 and 0.50): on 554 held-out everyday chat lines the whole decision flagged 9 English and
+    3 Chinese lines at the old values, 8 and 3 at these; on 140 harmful and 180 everyday lines
+    written outside the repository it caught 3 harmful lines fewer and flagged 2 everyday lines
+    fewer (``model_repository/moderation/MODEL_CARD.md``)."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95

@@ -58,6 +58,7 @@ EMOJI_HAN: dict[str, str] = {
 """Emoji -> the character it is written for."""
 
 _EMOJI = "(?:" + "|".join(sorted(map(re.escape, EMOJI_HAN), key=len, reverse=True)) + ")"
+_FIRST_CHARACTERS = frozenset(emoji[0] for emoji in EMOJI_HAN)
 _NEXT_TO_HAN = re.compile(rf"(?<={HAN_CLASS})({_EMOJI})\ufe0f?|({_EMOJI})\ufe0f?(?={HAN_CLASS})")
 
 
@@ -67,8 +68,8 @@ def _character(match: re.Match[str]) -> str:
 
 def read_emoji_words(text: str) -> str:
     """``text`` with each listed emoji that touches Han text replaced by its character."""
-    if text.isascii():
-        return text
+    if text.isascii() or _FIRST_CHARACTERS.isdisjoint(text):
+        return text  # the common case, checked without running the regex
     previous = None
     while previous != text:  # "🐷🐷你": the first emoji touches Han once the second is read
         previous = text

@@ -48,6 +48,7 @@ def rejoin(text: str) -> str:
     """``text`` with split-up Latin letter runs and Han characters joined back together."""
     text = _SPLIT_LETTERS.sub(_join, text)
     if not text.isascii():
-        text = _PLUS_CONTACT.sub("加", text)
+        if "+" in text or "\u2795" in text:
+            text = _PLUS_CONTACT.sub("加", text)
         text = _SPLIT_HAN.sub("", text)
     return text

@@ -32,7 +32,8 @@ class PatternMatcher:
         self.compiled: tuple[re2._Regexp, ...] = tuple(
             compile_re2(pattern) for rule in self._rules for pattern in rule.patterns
         )
-        """Each pattern compiled on its own by RE2 (for inspection; matching uses the set)."""
+        """Each pattern compiled on its own by RE2, in rule order (matching uses the set; a rule
+        with exempt spans is searched again with its own compiled patterns)."""
         options = re2.Options()
         options.log_errors = False
         self._set: re2.Set | None = None
@@ -47,7 +48,7 @@ class PatternMatcher:
         self._exempt: dict[int, tuple[re2._Regexp, tuple[re2._Regexp, ...]]] = {
             owner: (
                 compile_re2("|".join(f"(?:{span})" for span in rule.exempt)),
-                tuple(compile_re2(pattern) for pattern in rule.patterns),
+                tuple(c for c, o in zip(self.compiled, self._owners, strict=True) if o == owner),
             )
             for owner, rule in enumerate(self._rules)
             if rule.exempt

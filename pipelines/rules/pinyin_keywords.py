@@ -56,6 +56,14 @@ def _changes_to_pronoun(keyword: str, heard: str) -> bool:
     )
 
 
+def _heard_as(keyword: str, heard: str) -> bool:
+    """Whether the same-sounding ``heard`` counts as ``keyword``: it keeps at least half of its
+    characters and changes none into a personal pronoun."""
+    return _kept_characters(keyword, heard) * 2 >= len(keyword) and not _changes_to_pronoun(
+        keyword, heard
+    )
+
+
 def _kept_characters(keyword: str, heard: str) -> int:
     """How many characters of ``keyword`` the homophone ``heard`` keeps in place; a syllable
     typed in pinyin (its source is a syllable code, not a character) spells the keyword's own
@@ -116,8 +124,6 @@ class PinyinKeywordMatcher:
         for end, (length, spoken) in self._automaton.iter(reading.codes):
             heard = reading.sources[end - length + 1 : end + 1]
             for keyword, rule_ids in spoken:
-                if _kept_characters(keyword, heard) * 2 >= length and not _changes_to_pronoun(
-                    keyword, heard
-                ):
+                if _heard_as(keyword, heard):
                     found.update(rule_ids)
         return found
