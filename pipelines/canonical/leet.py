@@ -5,11 +5,12 @@ Only tokens that mix letters with digits or symbols get a reading (``sh1t``, ``a
 The readings are candidates: a rule matches only when a reading spells one of its keywords, so
 ``b4`` (``ba``), ``2nd`` and ``l33t`` produce readings that simply match nothing.
 
-``1`` and ``!`` can stand for ``i`` or ``l``: the first reading reads them as ``i``, a second one
-(only when such a character occurs) as ``l``. ``*`` masks one unknown letter (``f*ck``,
-``sh*t``), and so does an emoji between letters (``f🖕ck``, ``sh💩t``; one at either end of a
-word is decoration, not a mask); masked tokens are returned separately for the matcher to fit
-against its lexicon with ``mask_fits``.
+Digits read as letters: ``4`` a, ``8`` b, ``3`` e, ``6`` and ``9`` g, ``1`` i, ``0`` o, ``5`` s,
+``7`` t; symbols: ``@`` a, ``!`` i, ``$`` s. ``1`` and ``!`` can stand for ``i`` or ``l``: the
+first reading reads them as ``i``, a second one (only when such a character occurs) as ``l``.
+``*`` masks one unknown letter (``f*ck``, ``sh*t``), and so does an emoji between letters
+(``f🖕ck``, ``sh💩t``; one at either end of a word is decoration, not a mask); masked tokens
+are returned separately for the matcher to fit against its lexicon with ``mask_fits``.
 """
 
 from __future__ import annotations
@@ -19,16 +20,29 @@ from dataclasses import dataclass
 
 __all__ = ["LeetReadings", "leet_readings", "mask_fits"]
 
-_PRIMARY = str.maketrans(
-    {"4": "a", "@": "a", "3": "e", "1": "i", "!": "i", "0": "o", "5": "s", "$": "s", "7": "t"}
-)
+_LETTERS = {
+    "4": "a",
+    "@": "a",
+    "8": "b",
+    "3": "e",
+    "6": "g",
+    "9": "g",
+    "1": "i",
+    "!": "i",
+    "0": "o",
+    "5": "s",
+    "$": "s",
+    "7": "t",
+}
+_PRIMARY = str.maketrans(_LETTERS)
 _ALTERNATE = str.maketrans({"1": "l", "!": "l"})
 _AMBIGUOUS = frozenset("1!")
 _EMOJI = "\u2600-\u27bf\U0001f000-\U0001faff"
 _EMOJI_CHAR = re.compile(f"[{_EMOJI}]\ufe0f?")
-_LEET_CHARS = frozenset("4@31!05$7*")
-_ANY_LEET = re.compile(f"[4@31!05$7*{_EMOJI}]")
-_LEET_TOKEN = re.compile(f"\\S*[4@31!05$7*{_EMOJI}]\\S*")
+_LEET_CHARS = frozenset([*_LETTERS, "*"])
+_CLASS = re.escape("".join(sorted(_LEET_CHARS)))
+_ANY_LEET = re.compile(f"[{_CLASS}{_EMOJI}]")
+_LEET_TOKEN = re.compile(f"\\S*[{_CLASS}{_EMOJI}]\\S*")
 _LEADING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?{_EMOJI}\ufe0f]*")
 _TRAILING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?!{_EMOJI}\ufe0f]*$")
 _MIN_VISIBLE = 2

@@ -17,6 +17,9 @@ from pipelines.canonical.leet import leet_readings, mask_fits
         ("what a sh1t!", "what a shit!"),  # a trailing ! is punctuation
         ("7w@7", "twat"),
         ("1d10t", "idiot"),
+        ("n1663r", "nigger"),  # 6 and 9 read as g, 8 as b
+        ("9ay", "gay"),
+        ("8itch", "bitch"),
     ],
 )
 def test_leet_tokens_read_as_letters(text: str, reading: str) -> None:
@@ -31,7 +34,8 @@ def test_one_and_bang_also_read_as_l() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["costs $25", "call 13812345678", "hello there", "good game!", "100% sure", "5 $"]
+    "text",
+    ["costs $25", "call 13812345678", "hello there", "good game!", "100% sure", "5 $", "8:69 pm"],
 )
 def test_tokens_without_letters_or_leet_get_no_reading(text: str) -> None:
     """Prices, numbers, plain words and sentence punctuation give no readings at all."""

@@ -19,7 +19,7 @@ ENGINE = RuleEngine(default_ruleset())
 # have theirs in test_severe_harm_rules.py.
 CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "en.hate.slur": (("you filthy faggot", "CHINKS go home"), ("he speaks chinese", "spicy food")),
-    "zh.hate.slur": (("滚回去吧黑鬼", "这些支那人"), ("黑色的鬼屋很吓人", "支持那个人")),
+    "zh.hate.slur": (("滚回去吧黑鬼", "这些支那人", "穆狗"), ("黑色的鬼屋很吓人", "支持那个人")),
     "en.offensive.profanity": (
         ("what the fuck", "you ASSHOLE", "stfu"),
         ("this class rocks", "shitake mushrooms", "cocktail"),
@@ -41,21 +41,61 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("i hope you get better soon", "the hero dies in a fire at the end of the film"),
     ),
     "zh.hate.group_smear": (
-        ("河南人都是骗子", "外地佬全是小偷"),
-        ("我们班的人都是学霸", "骗子都是这样说的"),
+        ("河南人都是骗子", "外地佬全是小偷", "残疾人就是社会的累赘", "基佬恶心死了"),
+        (
+            "我们班的人都是学霸",
+            "骗子都是这样说的",
+            "这个人就是累赘",
+            "残疾人也是社会的一分子",
+            "这道菜真恶心",
+        ),
     ),
     "zh.offensive.profanity": (
         ("你个傻逼", "他妈的烦死了", "草泥马", "你马没了", "你\U0001f434没了", "人zha", "你死全家"),
         ("他妈妈做饭很好吃", "傻瓜相机", "出生日期", "白吃白喝"),
     ),
     "en.sexual.solicitation": (
-        ("send me nudes", "wanna hook up tonight?", "sex chat anyone"),
-        ("send me the notes", "can you hook up the printer", "sex education class"),
+        (
+            "send me nudes",
+            "wanna hook up tonight?",
+            "sex chat anyone",
+            "hey sexy how much for a night",
+            "i'm touching myself thinking about you rn",
+            "nice legs, what else are you hiding under that skirt",
+        ),
+        (
+            "send me the notes",
+            "can you hook up the printer",
+            "sex education class",
+            "how much for a night at the hotel by the station?",
+            "what are you wearing to the wedding",
+        ),
     ),
-    "zh.sexual.solicitation": (("同城约炮", "有没有人裸聊"), ("约会吃饭", "包子很好吃")),
+    "zh.sexual.solicitation": (
+        ("同城约炮", "有没有人裸聊", "美女多少钱一晚"),
+        ("约会吃饭", "包子很好吃", "这家酒店一晚上多少钱"),
+    ),
     "zh.sexual.hookup": (
-        ("约吗,今晚开房", "开房约不约", "今晚一起开房吗", "美女约吗?一晚多少钱"),
-        ("周末打球约吗", "出差到了,先去酒店开房", "酒店一晚多少钱"),
+        (
+            "约吗,今晚开房",
+            "开房约不约",
+            "今晚一起开房吗",
+            "美女约吗?一晚多少钱",
+            "美女约吗",
+            "想不想看我的\U0001f414\U0001f414",
+            "你裙子下面穿的什么颜色",
+            "发个s\u00e8图来看看",
+            "來我家,我讓你爽",
+        ),
+        (
+            "周末打球约吗",
+            "出差到了,先去酒店开房",
+            "酒店一晚多少钱",
+            "我家养的鸡下蛋了",
+            "这条裙子里面有衬裙吗",
+            "这个游戏让你爽到停不下来",
+            "彩色图书",
+        ),
     ),
     "spam.free_money_link": (
         ("FREE MONEY at https://scam.example", "earn $500 per day www.easy.example"),
@@ -75,8 +115,25 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("今天涨粉了", "刷视频刷到好笑的"),
     ),
     "spam.repeated_money": (
-        ("$10 $20 $30 just today", "￥100 ¥200 ￥300", "100元 200元 300块"),
-        ("costs $10 or $20", "100元"),
+        ("$10 $20 $30 just today, dm me", "￥100 ¥200 ￥300 加微信", "100元 200元 300块 私聊"),
+        (
+            "costs $10 or $20",
+            "100元",
+            "Price list: haircut $25, beard trim $10, both for $30",
+            "单人间180元, 双人间220元, 早餐30元",
+        ),
+    ),
+    "en.spam.easy_money": (
+        (
+            "Earn $5000/week from home, no experience needed, message me on WhatsApp",
+            "make $$ from home, dm me for details",
+            "making $300 a day with this one app",
+        ),
+        ("I earn $20 an hour at the cafe", "working from home today", "make money moves"),
+    ),
+    "zh.spam.illegal_offer": (
+        ("\U0001f236需要办证的私我", "澳门首家线上赌场上线啦", "出售yin秽视频,百部打包20元"),
+        ("去政务大厅办证", "澳门旅游攻略", "举报淫秽视频"),
     ),
     "zh.ad.add_contact": (
         ("有意者加微信", "详情加v", "加qq聊"),

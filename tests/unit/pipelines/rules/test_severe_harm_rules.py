@@ -77,6 +77,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "you won't live to see tomorrow",
             "nice school, would be a shame if someone was waiting for you at the gate",
             "nice house, shame if it burned down with your kids inside",
+            'your kids walk home alone at 3pm right? would be a shame if something happened',
+            "don't come to school tomorrow if you want to live, trust me",
         ),
         (
             "i know where you work",
@@ -87,6 +89,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "the days are getting shorter",
             "it would be a shame if someone missed the party",
             "shame if it burned down, the old mill was pretty",
+            'if you want to live longer, eat more vegetables',
+            'your kids were so cute at the recital, shame if it rains on sports day',
         ),
     ),
     "zh.threat.direct": (
@@ -99,6 +103,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我会打断你的腿",
             "我要砍你",
             "我会让你生不如死",
+            '信不信我把你家房子烧了',
         ),
         (
             "我要杀了这个bug",
@@ -108,6 +113,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "抱歉打断你的话",
             "我来砍价",
             "这病让他生不如死",
+            '我把你的车借走了',
+            '烧了一壶开水',
         ),
     ),
     "zh.threat.family": (
@@ -132,6 +139,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "已经开盒了,你的身份证号马上挂出来",
             "信不信我人肉你",
             "兄弟们人肉他",
+            '我已经查到你公司地址了,好好想想后果',
+            '等着吧,出门小心被车撞',
         ),
         (
             "你给我等着,我马上到",
@@ -141,6 +150,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我死定了,作业没写",
             "盲盒开盒视频来了",
             "你家地址发我一下,寄快递",
+            '你们公司地址发我一下',
+            '出门小心点,路上滑',
+            '想想后来怎么办',
         ),
     ),
     "en.self_harm.intent": (
@@ -230,6 +242,11 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "you should take a toaster bath",
             "you should go drink bleach",
             "someone told me to kys, so now i'm telling you: kys",
+            'kill yourself',
+            'kys loser',
+            'do everyone a favor and end it',
+            'take the whole bottle of pills next time and do it right',
+            'maybe try forgetting to breathe, permanently',
         ),
         (
             "someone in lobby told me to kys, how do i report them",
@@ -242,6 +259,10 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "you'll kill yourself on that ladder",
             "this boss will kill you",
             "i just die inside when he sings",
+            "don't kill yourself studying",
+            "i'd kill myself laughing",
+            'do everyone a favor and end the meeting early',
+            'remember to breathe',
         ),
     ),
     "zh.self_harm.incitement": (
@@ -255,6 +276,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "劝你还是去死吧",
             "建议你今晚从楼上跳下去,别再出来丢人了",
             "建议原地自鲨",
+            '建议你原地去世',
+            '割腕都不会吗,要不要我教你',
+            '吃安眠药吧,一瓶就够了',
         ),
         (
             "我打死也不去",
@@ -263,6 +287,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我死了算了",
             "建议你直接跳过这关",
             "我原地去世了,太可爱了",
+            '笑到原地去世',
+            '睡不着就吃安眠药吧',
+            '这题都不会吗,要不要我教你',
         ),
     ),
     "en.sexual_exploitation.sextortion": (
@@ -335,6 +362,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "zh.sexual_exploitation.minors": (
         ("出售幼女色情视频", "有没有未成年的裸照", "学生妹援交", "我才13岁,你要裸照吗"),
         ("打击儿童色情", "初中生学习资料", "卖初中生教材", "我13岁了,喜欢踢球"),
+    ),    "zh.self_harm.incitement_words": (
+        ("去si吧", "你去si吧!", "快去屎", "赶紧去si"),
+        ("去世", "我们去四川吧", "快去吃饭"),
     ),
 }
 
