@@ -23,6 +23,8 @@ Readings for matching only (never scored, never stored), computed from the base 
 8. ``links``: defanged links restored (``hxxp``, ``[.]``, ``dot com``) -> ``CanonicalText.links``;
 9. ``leet``: tokens mixing letters with digits or symbols read as letters (``sh1t``) and
    ``*``-masked tokens (``f*ck``) -> ``CanonicalText.leet``, ``CanonicalText.masks``;
+   ``stretch``: letters stretched past two read once (``kiiiill`` -> ``kill``, from the text
+   before normalisation squeezed the run to two) -> also ``CanonicalText.leet``;
 10. ``pinyin``: the fuzzy pinyin syllables of Han text (and of the one-syllable Latin words in
    it) -> ``CanonicalText.pinyin``, for homophones; keyword lists get their pinyin forms
    (syllables, spellings such as ``shabi``, initials such as ``nmsl``) with ``keyword_forms``.

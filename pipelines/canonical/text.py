@@ -11,6 +11,7 @@ from pipelines.canonical.links import deobfuscate_links
 from pipelines.canonical.marks import strip_marks
 from pipelines.canonical.pinyin import NO_PINYIN, PinyinReading, pinyin_reading
 from pipelines.canonical.rejoin import rejoin
+from pipelines.canonical.stretch import unstretched
 from pipelines.canonical.traditional import to_simplified
 from pipelines.normalize import normalize
 
@@ -31,7 +32,8 @@ class CanonicalText:
     """``text`` with defanged links restored (``hxxp``, ``[.]``, ``dot com``); the same string
     as ``text`` when there were none. Regex and link rules search this."""
     leet: tuple[str, ...] = ()
-    """Alternative readings of ``text`` with leetspeak tokens read as letters (matching only)."""
+    """Alternative readings of ``text`` (matching only): leetspeak tokens read as letters, and
+    letters stretched past two read once (``kiiiill`` -> ``kill``)."""
     masks: tuple[str, ...] = ()
     """Tokens with ``*`` masks (``f*ck``), leet already read, for fitting against a lexicon."""
     pinyin: PinyinReading = NO_PINYIN
@@ -70,10 +72,17 @@ def canonicalize(text: str) -> CanonicalText:
     """The canonical text of ``text`` and the readings matchers use (see the package docs)."""
     base = canonical_form(text)
     readings = leet_readings(base)
+    alternatives = readings.texts
+    stretched = unstretched(text)
+    if stretched is not None:
+        once = canonical_form(stretched)
+        if once != base:
+            extra = (once, *leet_readings(once).texts)
+            alternatives += tuple(r for r in extra if r not in alternatives)
     return CanonicalText(
         text=base,
         links=deobfuscate_links(base),
-        leet=readings.texts,
+        leet=alternatives,
         masks=readings.masks,
         pinyin=pinyin_reading(base),
     )

@@ -122,8 +122,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("你全家都很好客", "我去你家吃饭", "杀鱼要先去鳞"),
     ),
     "zh.threat.words": (
-        ("我弄死你", "nongsini", "shaniquanjia"),
-        ("弄丢了你的书", "我想死你了"),
+        ("我弄死你", "nongsini", "shaniquanjia", "我要sha了你"),
+        ("弄丢了你的书", "我想死你了", "游戏里我杀了你三次", "我要吃了你的薯条"),
     ),
     "zh.threat.veiled": (
         (
