@@ -19,7 +19,9 @@ to your mom") balance the insult templates' "you are a …" / "你是…". Neutr
 regions and their food ("东北锅包肉yyds") balance the regional hate templates; farm animals by
 their names (cock, bitch in breeding), second-hand trades between users ("selling my bike,
 $80, pickup only", "出自行车 九成新 可以小刀") and ordinary links shared in chat keep those from
-reading as abuse or spam; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎
+reading as abuse or spam; pets by breed ("这只金毛真乖"), holiday wishes ("happy lunar new year,
+wishing you health and prosperity", which read as spam) and everyday "kill" ("kill the lights")
+likewise; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎
 ("杀鸡儆猴", "笑死我了") keep those characters from reading as threats. Every template and slot
 value was written by hand for this module (none from the adversarial dev set); the slang,
 region, animal and link families were written after a probe set of everyday lines showed those
@@ -237,6 +239,50 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "en",
+        "pets_and_wishes",
+        (
+            "our {breed} {did} again, such a good {pet}",
+            "my {breed} is {age} today, anyone else's {pet} this {trait}?",
+            "{wish}! wishing you and your family {good}",
+            "{wish} everyone, {plan}",
+            "{chore}",
+        ),
+        {
+            "breed": (
+                "golden retriever",
+                "husky",
+                "corgi",
+                "poodle",
+                "labrador",
+                "ragdoll cat",
+                "border collie",
+            ),
+            "did": ("stole a sock", "learned to sit", "slept all day", "chased the cat"),
+            "pet": ("boy", "girl", "dog", "pup", "kitty"),
+            "age": ("two", "five", "ten months old"),
+            "trait": ("clingy", "lazy", "chatty", "greedy"),
+            "wish": (
+                "happy lunar new year",
+                "happy new year",
+                "merry christmas",
+                "happy diwali",
+                "eid mubarak",
+                "happy thanksgiving",
+            ),
+            "good": ("health and prosperity", "lots of joy", "a peaceful year", "good luck"),
+            "plan": ("see you after the break", "enjoy the food", "stay safe on the roads"),
+            "chore": (
+                "kill the lights when you leave please",
+                "can someone kill the engine, it's idling",
+                "just killing time before my train",
+                "my feet are killing me after that walk",
+                "this heat is killing me",
+                "that was a killer deal on the tv",
+            ),
+        },
+    ),
+    Family(
+        "en",
         "second_hand",
         (
             "selling my {item}, {cond}, ${price}, {where}",
@@ -346,6 +392,25 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "intro": ("视频链接", "攻略在这", "文档地址", "菜谱看这个", "活动页面"),
             "site": ("bilibili.com", "zhihu.com", "douban.com", "weibo.com", "github.com"),
             "path": ("video/BV1ab411c7", "question/12345", "doc/abc", "p/98765"),
+        },
+    ),
+    Family(
+        "zh",
+        "pets_and_wishes",
+        (
+            "这只{breed}{trait}，{did}",
+            "我家{breed}今天{age}了",
+            "{wish}！祝你和家人{good}",
+            "{wish}，{plan}",
+        ),
+        {
+            "breed": ("金毛", "哈士奇", "柯基", "泰迪", "拉布拉多", "布偶猫", "橘猫", "边牧"),
+            "trait": ("真乖", "好黏人", "太能吃了", "特别聪明", "有点懒"),
+            "did": ("每天都等我下班", "又偷吃袜子了", "学会握手了", "睡了一整天"),
+            "age": ("两岁", "五岁", "十个月大"),
+            "wish": ("新年快乐", "春节快乐", "中秋快乐", "恭喜发财", "元宵节快乐", "圣诞快乐"),
+            "good": ("身体健康", "万事如意", "平平安安", "心想事成"),
+            "plan": ("假期见", "大家吃好喝好", "回家路上注意安全"),
         },
     ),
     Family(

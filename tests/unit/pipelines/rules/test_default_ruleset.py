@@ -25,8 +25,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("this class rocks", "shitake mushrooms", "cocktail"),
     ),
     "en.offensive.obfuscated": (
-        ("f*ck you", "what the f**k", "sh!t happens", "b1tch"),
-        ("fukushima trip", "a shirt", "fuchsia"),
+        ("f*ck you", "what the f**k", "sh!t happens", "b1tch", "s.u.c.k m.y d.i.c.k noob"),
+        ("fukushima trip", "a shirt", "fuchsia", "this vacuum can suck my whole rug up"),
     ),
     "en.offensive.insult": (
         ("you moron", "total dumbass", "you're a waste of oxygen"),
@@ -130,6 +130,10 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "making $300 a day with this one app",
         ),
         ("I earn $20 an hour at the cafe", "working from home today", "make money moves"),
+    ),
+    "en.spam.engagement_trading": (
+        ("sub4sub and free giftcards, check out my channel", "follow 4 follow?", "l4l"),
+        ("subway for lunch", "4 for 4 on free throws", "follow the link in the docs"),
     ),
     "zh.spam.illegal_offer": (
         ("\U0001f236需要办证的私我", "澳门首家线上赌场上线啦", "出售yin秽视频,百部打包20元"),
