@@ -62,6 +62,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "hey sexy how much for a night",
             "i'm touching myself thinking about you rn",
             "nice legs, what else are you hiding under that skirt",
+            "dm me for my onlyfans, nudes for $5",
+            "onlyfans leak pack, cheap",
         ),
         (
             "send me the notes",
@@ -69,6 +71,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "sex education class",
             "how much for a night at the hotel by the station?",
             "what are you wearing to the wedding",
+            "she quit onlyfans last year",
+            "the artist is selling prints for $5",
         ),
     ),
     "zh.sexual.solicitation": (
