@@ -21,11 +21,16 @@ their names (cock, bitch in breeding), second-hand trades between users ("sellin
 $80, pickup only", "出自行车 九成新 可以小刀") and ordinary links shared in chat keep those from
 reading as abuse or spam; pets by breed ("这只金毛真乖"), holiday wishes ("happy lunar new year,
 wishing you health and prosperity", which read as spam) and everyday "kill" ("kill the lights")
-likewise; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎
-("杀鸡儆猴", "笑死我了") keep those characters from reading as threats. Every template and slot
-value was written by hand for this module (none from the adversarial dev set); the slang,
-region, animal and link families were written after a probe set of everyday lines showed those
-false positives (so that probe is no longer a clean measure of them).
+likewise, as do event notices with a sign-up link, money talk between friends ("my 401k is
+down", "我的基金又绿了"), praise slang ("you're sick dude"), affectionate teasing ("笨蛋, 伞都
+不带, 我下楼去接你"), app instructions ("tap the gear icon at the top right to mute
+yourself") and order enquiries with long numbers; Chinese idioms and everyday hyperbole with 死,
+杀, 狗, 猪 or 虎 ("杀鸡儆猴", "笑死我了") keep those characters from reading as threats. Every
+template and slot value was written by hand for this module (none from the adversarial dev
+set); the slang, region, animal and link families were written after a probe set of everyday
+lines showed those false positives (so that probe is no longer a clean measure of them), and
+the app-instruction template after a dev-set line ("click the … button … to join the voice
+channel") read as spam; its slot values are chosen so that the dev line itself is never generated.
 """
 
 from __future__ import annotations
@@ -283,6 +288,48 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
     ),
     Family(
         "en",
+        "notices_and_money",
+        (
+            "{event} registration is open! sign up at {site} before {day}",
+            "{event} this {day}, details and rsvp on {site}",
+            "my {fund} is {move} and i'm choosing not to look at it",
+            "{coin} {move2} again, glad i only put in ${amount}",
+            "you're {sick} dude, that {trick} was {insane}",
+            "{press} the {thing} at the {where} to {action}",
+        ),
+        {
+            "event": (
+                "charity 5k",
+                "the book club",
+                "summer camp",
+                "the neighborhood cleanup",
+                "our bake sale",
+                "the chess meetup",
+            ),
+            "site": ("www.runforpaws.org", "meetup.com", "our discord", "eventbrite.com"),
+            "day": ("may 1", "friday", "the weekend", "next week"),
+            "fund": ("401k", "pension", "index fund", "savings account", "stock portfolio"),
+            "move": ("down", "up a bit", "red today", "flat this year"),
+            "coin": ("bitcoin", "eth", "my tesla stock", "the s&p"),
+            "move2": ("dropped", "pumped", "crashed", "went sideways"),
+            "amount": ("50", "100", "200"),
+            "sick": ("sick", "insane", "nasty", "filthy", "a beast"),
+            "trick": ("kickflip", "clutch", "goal", "dunk", "combo", "drift"),
+            "insane": ("insane", "unreal", "dirty", "crazy"),
+            "press": ("click", "tap", "press", "hit"),
+            "thing": ("green button", "gear icon", "settings tab", "little arrow", "menu"),
+            "where": ("top", "bottom left", "top right", "side bar"),
+            "action": (
+                "join the call",
+                "mute yourself",
+                "change your avatar",
+                "turn off notifications",
+                "see the schedule",
+            ),
+        },
+    ),
+    Family(
+        "en",
         "second_hand",
         (
             "selling my {item}, {cond}, ${price}, {where}",
@@ -411,6 +458,31 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "wish": ("新年快乐", "春节快乐", "中秋快乐", "恭喜发财", "元宵节快乐", "圣诞快乐"),
             "good": ("身体健康", "万事如意", "平平安安", "心想事成"),
             "plan": ("假期见", "大家吃好喝好", "回家路上注意安全"),
+        },
+    ),
+    Family(
+        "zh",
+        "banter_and_orders",
+        (
+            "{laugh} 你也太{funny}了",
+            "{dumb}，{forgot}，我{help}",
+            "这把被对面{beaten}了，{gg}",
+            "订单号 {order} 请问{when}",
+            "我的{fund}又{move}了，{feel}",
+        ),
+        {
+            "laugh": ("hhh", "哈哈哈", "笑死", "hhhh"),
+            "funny": ("逗", "可爱", "有才", "搞笑"),
+            "dumb": ("笨蛋", "傻瓜", "小笨蛋", "你个小迷糊"),
+            "forgot": ("伞都不带", "钥匙又忘了", "外套都没穿", "饭都忘了吃"),
+            "help": ("下楼去接你", "给你送过去", "帮你带一把", "马上到"),
+            "beaten": ("杀穿", "打爆", "虐", "秒"),
+            "gg": ("gg", "下把再来", "心态崩了", "投了吧"),
+            "order": ("202405180033", "1188207734", "DD20240601", "77120984"),
+            "when": ("什么时候发货", "能改地址吗", "到哪了", "可以退款吗"),
+            "fund": ("基金", "股票", "理财", "养老金"),
+            "move": ("绿", "跌", "涨", "亏"),
+            "feel": ("不看了", "心累", "躺平了", "还好没多买"),
         },
     ),
     Family(

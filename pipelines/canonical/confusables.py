@@ -6,9 +6,12 @@ a single ASCII letter maps to that letter in lower case (Cyrillic small a U+0430
 alpha U+03B1 read ``a``, IPA alpha U+0251 reads ``a``, Cyrillic dze U+0455 reads ``s``).
 
 A word (a run of letters) is folded only when it is written in Latin already, with look-alikes
-mixed in (``fuck`` with a Greek upsilon), or when every letter of it is a look-alike and the
-rest of the message is Latin (``sexy`` spelled in Cyrillic dze, ie, ha and u). Genuine Greek
-or Russian words (``привет``, ``сука``, ``καλημέρα``) keep their letters.
+mixed in (``fuck`` with a Greek upsilon), or when every letter of it is a look-alike and either
+the rest of the message is Latin (``sexy`` spelled in Cyrillic dze, ie, ha and u) or the message
+has no letter outside Latin and the look-alikes at all (a whole sentence typed in Cyrillic
+look-alikes: ``selling drugs`` in dze, ie, i, komi de). Genuine Greek or Russian text
+(``привет``, ``сука``, ``καλημέρα``) has letters no Latin letter looks like (п, и, к, λ, μ) and
+keeps its letters.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ def fold_confusables(text: str) -> str:
         return text
     words = _WORD.findall(text)
     latin_words = sum(1 for word in words if word.isascii())
+    disguised = all(
+        char in table or is_latin_letter(char) for word in words for char in word
+    )  # no letter of a real non-Latin script: every word is Latin or Latin in disguise
     pieces: list[str] = []
     last = 0
     for match in _WORD.finditer(text):
@@ -65,7 +71,7 @@ def fold_confusables(text: str) -> str:
             continue
         has_latin = any(is_latin_letter(char) for char in word)
         all_lookalike = all(char in table or is_latin_letter(char) for char in word)
-        latin_message = latin_words > 0 and latin_words * 2 >= len(words)
+        latin_message = disguised or (latin_words > 0 and latin_words * 2 >= len(words))
         if has_latin or (all_lookalike and latin_message):
             pieces.append(text[last : match.start()])
             pieces.append(_fold_word(word, table))

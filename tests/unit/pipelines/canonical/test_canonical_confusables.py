@@ -46,3 +46,15 @@ def test_lookalikes_in_latin_words_are_folded(text: str, expected: str) -> None:
 def test_genuine_greek_russian_and_other_text_is_kept(text: str) -> None:
     """Russian and Greek words, and text without look-alikes, are returned unchanged."""
     assert fold_confusables(text) == text
+
+
+def test_a_whole_sentence_of_look_alikes_is_folded() -> None:
+    """A message typed entirely in Cyrillic look-alikes reads as the Latin it imitates; real
+    Russian or Greek text has letters no Latin letter looks like and is kept."""
+    assert fold_confusables("\u0455\u0435\u0445\u0443 \u0441\u043e\u0440\u0443") == "sexy copy"
+    assert fold_confusables("\u0441\u0443\u043a\u0430 \u0431\u043b\u044f\u0442\u044c") == (
+        "\u0441\u0443\u043a\u0430 \u0431\u043b\u044f\u0442\u044c"
+    )
+    assert fold_confusables("\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1") == (
+        "\u03ba\u03b1\u03bb\u03b7\u03bc\u03ad\u03c1\u03b1"
+    )

@@ -41,18 +41,46 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("i hope you get better soon", "the hero dies in a fire at the end of the film"),
     ),
     "zh.hate.group_smear": (
-        ("河南人都是骗子", "外地佬全是小偷", "残疾人就是社会的累赘", "基佬恶心死了"),
+        (
+            "河南人都是骗子",
+            "外地佬全是小偷",
+            "残疾人就是社会的累赘",
+            "基佬恶心死了",
+            "小鬼子都该死光",
+            "阿三国的人都不洗澡",
+        ),
         (
             "我们班的人都是学霸",
             "骗子都是这样说的",
             "这个人就是累赘",
             "残疾人也是社会的一分子",
             "这道菜真恶心",
+            "我家有个小柜子",
+            "三国演义真好看",
         ),
     ),
     "zh.offensive.profanity": (
-        ("你个傻逼", "他妈的烦死了", "草泥马", "你马没了", "你\U0001f434没了", "人zha", "你死全家"),
-        ("他妈妈做饭很好吃", "傻瓜相机", "出生日期", "白吃白喝"),
+        (
+            "你个傻逼",
+            "他妈的烦死了",
+            "草泥马",
+            "你马没了",
+            "你🐴没了",
+            "人zha",
+            "你死全家",
+            "你麻痹的,再叫一声试试",
+            "特么的你是不是有病",
+            "你这个沙比真是没救了",
+        ),
+        (
+            "他妈妈做饭很好吃",
+            "傻瓜相机",
+            "出生日期",
+            "白吃白喝",
+            "麻痹大意要不得",
+            "特别好吃",
+            "沙滩比赛",
+        ),
     ),
     "en.sexual.solicitation": (
         (
@@ -64,6 +92,9 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "nice legs, what else are you hiding under that skirt",
             "dm me for my onlyfans, nudes for $5",
             "onlyfans leak pack, cheap",
+            "ur b00bs r hot show me more",
+            "nice 🍑 wanna sit on my 🍆",
+            "wanna see my d!ck?",
         ),
         (
             "send me the notes",
@@ -73,6 +104,9 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "what are you wearing to the wedding",
             "she quit onlyfans last year",
             "the artist is selling prints for $5",
+            "your body needs rest, get some sleep",
+            "sit on my left at dinner",
+            "wanna see my new dog?",
         ),
     ),
     "zh.sexual.solicitation": (
@@ -86,10 +120,12 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "今晚一起开房吗",
             "美女约吗?一晚多少钱",
             "美女约吗",
-            "想不想看我的\U0001f414\U0001f414",
+            "想不想看我的🐔🐔",
             "你裙子下面穿的什么颜色",
-            "发个s\u00e8图来看看",
+            "发个sè图来看看",
             "來我家,我讓你爽",
+            "晚上出来开房吗,价钱好商量",
+            "约p吗,今晚有空",
         ),
         (
             "周末打球约吗",
@@ -99,6 +135,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "这条裙子里面有衬裙吗",
             "这个游戏让你爽到停不下来",
             "彩色图书",
+            "出来吃饭吗",
+            "ppt做完了吗",
         ),
     ),
     "spam.free_money_link": (
@@ -140,8 +178,23 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("subway for lunch", "4 for 4 on free throws", "follow the link in the docs"),
     ),
     "zh.spam.illegal_offer": (
-        ("\U0001f236需要办证的私我", "澳门首家线上赌场上线啦", "出售yin秽视频,百部打包20元"),
-        ("去政务大厅办证", "澳门旅游攻略", "举报淫秽视频"),
+        (
+            "🈶需要办证的私我",
+            "澳门首家线上赌场上线啦",
+            "出售yin秽视频,百部打包20元",
+            "出售各类证件,身份证、驾照、学历证书,包过",
+            "出售仿真qiang、气枪,走物流",
+            "出大麻,同城闪送",
+            "黑户也能下款,不看征信",
+        ),
+        (
+            "去政务大厅办证",
+            "澳门旅游攻略",
+            "举报淫秽视频",
+            "身份证丢了怎么补办",
+            "这把枪是仿真的道具吗",
+            "征信报告怎么查",
+        ),
     ),
     "zh.ad.add_contact": (
         ("有意者加微信", "详情加v", "加qq聊"),
@@ -155,6 +208,42 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "ad.cn_mobile": (
         ("call 13812345678", "电话138-1234-5678", "手机\uff1a15900001111"),
         ("order 12345678901", "id 138123456789", "1381234567"),
+    ),
+    "en.hate.dehumanizing": (
+        (
+            "Disabled people are a drain on society and should never have been born.",
+            "immigrants are parasites",
+            "muslims should be deported",
+            "(((they))) run everything",
+            "14 words, the great replacement is real",
+            "Hitler was right about the jooz",
+        ),
+        (
+            "rats are vermin",
+            "immigrants are a big part of the workforce",
+            "((hugs))",
+            "we scored 14 points",
+            "the great wall is huge",
+            "jews celebrate hanukkah in winter",
+        ),
+    ),
+    "en.spam.illegal_goods": (
+        (
+            "Selling Xanax, Oxy and coke, discreet shipping, DM for the menu.",
+            "meth for sale, dm",
+            "Fake passports and driver's licenses, any country, message me.",
+            "fresh fullz w/ cvv, $10 each",
+            "FREE V-BUCKS GENERATOR 👉 vbux-free(dot)xyz",
+            "free robux generator, no survey",
+        ),
+        (
+            "my doctor prescribed xanax for my anxiety",
+            "coke or pepsi?",
+            "the passport office is closed today",
+            "i lost my card, what is a cvv",
+            "free v-bucks are in the battle pass",
+            "a robux is worth about a cent",
+        ),
     ),
 }
 

@@ -79,6 +79,12 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "nice house, shame if it burned down with your kids inside",
             "your kids walk home alone at 3pm right? would be a shame if something happened",
             "don't come to school tomorrow if you want to live, trust me",
+            "Keep talking and see what happens when I show up at your job.",
+            "one more word and i'll put you six feet under",
+            "nice car. shame if the brakes failed on the highway",
+            "I'm going to post your address and your ugly face everywhere",
+            "snitches get stitches, and your little brother is first",
+            "i'll dox you",
         ),
         (
             "i know where you work",
@@ -91,6 +97,11 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "shame if it burned down, the old mill was pretty",
             "if you want to live longer, eat more vegetables",
             "your kids were so cute at the recital, shame if it rains on sports day",
+            "keep talking, i'm listening",
+            "the brakes failed on my bike last week",
+            "show up at your job interview early",
+            "post your address in the form so we can ship it",
+            "i'm going to share your post, love it",
         ),
     ),
     "zh.threat.direct": (
@@ -104,6 +115,10 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我要砍你",
             "我会让你生不如死",
             "信不信我把你家房子烧了",
+            "明天我带刀去学校,谁惹我谁死",
+            "周六去商场放个💣",
+            "明天去学校🔫突突突",
+            "我要去你家放火",
         ),
         (
             "我要杀了这个bug",
@@ -115,11 +130,26 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "这病让他生不如死",
             "我把你的车借走了",
             "烧了一壶开水",
+            "带刀叉去野餐",
+            "商场在放烟花",
+            "去学校开家长会",
         ),
     ),
     "zh.threat.family": (
-        ("小心我杀你全家", "我要弄死你的孩子", "信不信我砍死你老婆"),
-        ("你全家都很好客", "我去你家吃饭", "杀鱼要先去鳞"),
+        (
+            "小心我杀你全家",
+            "我要弄死你的孩子",
+            "信不信我砍死你老婆",
+            "我會讓你全家付出代價",
+            "让你全家都烧死",
+        ),
+        (
+            "你全家都很好客",
+            "我去你家吃饭",
+            "杀鱼要先去鳞",
+            "让你全家都开心",
+            "让你家人放心",
+        ),
     ),
     "zh.threat.words": (
         ("我弄死你", "nongsini", "shaniquanjia", "我要sha了你"),
@@ -141,6 +171,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "兄弟们人肉他",
             "我已经查到你公司地址了,好好想想后果",
             "等着吧,出门小心被车撞",
+            "小心你孩子上学的路上出点意外",
+            "你妈出门最好带保镖",
         ),
         (
             "你给我等着,我马上到",
@@ -153,6 +185,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "你们公司地址发我一下",
             "出门小心点,路上滑",
             "想想后来怎么办",
+            "小心你孩子上学路上别摔倒",
+            "出门最好带把伞",
         ),
     ),
     "en.self_harm.intent": (
@@ -247,6 +281,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "do everyone a favor and end it",
             "take the whole bottle of pills next time and do it right",
             "maybe try forgetting to breathe, permanently",
+            "Drink bleach and end it, loser.",
+            "an hero yourself",
+            "sewer slide is ur only option lol",
         ),
         (
             "someone in lobby told me to kys, how do i report them",
@@ -263,6 +300,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i'd kill myself laughing",
             "do everyone a favor and end the meeting early",
             "remember to breathe",
+            "don't drink bleach, it's poison",
+            "suicide is never the only option, call a helpline",
         ),
     ),
     "zh.self_harm.incitement": (
@@ -279,6 +318,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "建议你原地去世",
             "割腕都不会吗,要不要我教你",
             "吃安眠药吧,一瓶就够了",
+            "你死了大家都会松一口气",
+            "天台见,记得跳下来",
         ),
         (
             "我打死也不去",
@@ -290,6 +331,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "笑到原地去世",
             "睡不着就吃安眠药吧",
             "这题都不会吗,要不要我教你",
+            "考完试大家都松一口气",
+            "天台见,一起看星星",
         ),
     ),
     "en.sexual_exploitation.sextortion": (
@@ -346,6 +389,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "我把你的艳照发到群里",
             "不转钱的话就把视频公开",
             "你的照片我都P好了,不转账就发到你们学校表白墙",
+            "不跟我睡我就把你的事情告诉全公司",
+            "你的视频我录下来了,不继续脱我就发到网上",
         ),
         (
             "不要把裸照发到网上",
@@ -353,6 +398,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "明星艳照被曝光",
             "不给我发照片就算了",
             "照片修好了,不付尾款就不发原图",
+            "不跟我吃饭我就自己去了",
+            "视频我录下来了,晚点发群里",
         ),
     ),
     "zh.sexual_exploitation.grooming": (
@@ -366,6 +413,19 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "zh.self_harm.incitement_words": (
         ("去si吧", "你去si吧!", "快去屎", "赶紧去si"),
         ("去世", "我们去四川吧", "快去吃饭"),
+    ),
+    "en.threat.mass_violence": (
+        (
+            "I'm bringing my dad's gun to school tomorrow, don't come to 3rd period.",
+            "s.h.o.o.t.i.n.g up the mall this saturday",
+            "there is a bomb at the stadium, you all die tonight",
+        ),
+        (
+            "the police found a bomb at the stadium",
+            "this bath bomb from the mall smells great",
+            "we're shooting a video at school",
+            "bringing my knife to the cooking class",
+        ),
     ),
 }
 
