@@ -22,7 +22,9 @@ def test_runs_of_three_or_more_letters_read_once(text: str, reading: str) -> Non
     assert unstretched(text) == reading
 
 
-@pytest.mark.parametrize("text", ["good call", "kill the boss", "13888888888", "!!!", "hello", "see www.example.com"])
+@pytest.mark.parametrize(
+    "text", ["good call", "kill the boss", "13888888888", "!!!", "hello", "see www.example.com"]
+)
 def test_text_without_stretched_letters_has_no_reading(text: str) -> None:
     """Pairs, digit runs (ids, phone numbers) and punctuation give no reading."""
     assert unstretched(text) is None
