@@ -126,6 +126,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "來我家,我讓你爽",
             "晚上出来开房吗,价钱好商量",
             "约p吗,今晚有空",
+            "美女,发几张裸照给我看看",
         ),
         (
             "周末打球约吗",
@@ -137,6 +138,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "彩色图书",
             "出来吃饭吗",
             "ppt做完了吗",
+            "发几张风景照给我看看",
         ),
     ),
     "spam.free_money_link": (
@@ -186,6 +188,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "出售仿真qiang、气枪,走物流",
             "出大麻,同城闪送",
             "黑户也能下款,不看征信",
+            "出 dà má,飞机:@weed_cn",
         ),
         (
             "去政务大厅办证",
@@ -194,6 +197,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "身份证丢了怎么补办",
             "这把枪是仿真的道具吗",
             "征信报告怎么查",
+            "大妈出门买菜",
         ),
     ),
     "zh.ad.add_contact": (
@@ -243,6 +247,19 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i lost my card, what is a cvv",
             "free v-bucks are in the battle pass",
             "a robux is worth about a cent",
+        ),
+    ),
+    "harassment.dogpiling": (
+        (
+            "大家一起去他主页骂他,骂到他删号为止",
+            "兄弟们冲她评论区",
+            "everyone go spam his dms",
+            "你脑子被驴踢了吧",
+        ),
+        (
+            "大家一起去他主页点赞",
+            "everyone go check his new video",
+            "我脑子被门夹了",
         ),
     ),
 }
