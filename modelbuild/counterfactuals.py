@@ -11,26 +11,28 @@ family's "just leave" / "log off" in ordinary leave-taking ("logging off now, ta
 that what the head learns is the attack, not the word.
 
 More families answer what the disguise augmentation and the insult templates teach by
-accident. Abbreviations, digits and pinyin initials are what disguised abuse looks like, so
-short everyday slang ("afk 5 min", "gg wp", "slay 💅", "666", "yyds", "xswl", "狗头保命") is
-written out as benign. Self-deprecation ("i'm trash on this map", "我太菜了") keeps an insult
-aimed at oneself benign; lines addressed to "you" and "your family" ("替我向你爸妈问好", "say hi
-to your mom") balance the insult templates' "you are a …" / "你是…". Neutral mentions of Chinese
-regions and their food ("东北锅包肉yyds") balance the regional hate templates; farm animals by
-their names (cock, bitch in breeding), second-hand trades between users ("selling my bike,
-$80, pickup only", "出自行车 九成新 可以小刀") and ordinary links shared in chat keep those from
-reading as abuse or spam; pets by breed ("这只金毛真乖"), holiday wishes ("happy lunar new year,
-wishing you health and prosperity", which read as spam) and everyday "kill" ("kill the lights")
-likewise, as do event notices with a sign-up link, money talk between friends ("my 401k is
-down", "我的基金又绿了"), praise slang ("you're sick dude"), affectionate teasing ("笨蛋, 伞都
-不带, 我下楼去接你"), app instructions ("tap the gear icon at the top right to mute
-yourself") and order enquiries with long numbers; Chinese idioms and everyday hyperbole with 死,
-杀, 狗, 猪 or 虎 ("杀鸡儆猴", "笑死我了") keep those characters from reading as threats. Every
-template and slot value was written by hand for this module (none from the adversarial dev
-set); the slang, region, animal and link families were written after a probe set of everyday
-lines showed those false positives (so that probe is no longer a clean measure of them), and
-the app-instruction template after a dev-set line ("click the … button … to join the voice
-channel") read as spam; its slot values are chosen so that the dev line itself is never generated.
+accident. Abbreviations, digits and pinyin initials are what disguised abuse looks
+like, so short everyday slang ("afk 5 min", "gg wp", "slay 💅", "666", "yyds", "xswl",
+"狗头保命") is written out as benign. Self-deprecation ("i'm trash on this map", "我太菜了")
+keeps an insult aimed at oneself benign; lines addressed to "you" and "your family"
+("替我向你爸妈问好", "say hi to your mom") balance the insult templates' "you are a …" /
+"你是…". Neutral mentions of Chinese regions and their food ("东北锅包肉yyds") balance the
+regional hate templates; farm animals by their names (cock, bitch in breeding),
+second-hand trades between users ("selling my bike, $80, pickup only", "出自行车 九成新
+可以小刀") and ordinary links shared in chat keep those from reading as abuse or spam;
+pets by breed ("这只金毛真乖"), holiday wishes ("happy lunar new year, wishing you health
+and prosperity", which read as spam) and everyday "kill" ("kill the lights") likewise,
+as do event notices with a sign-up link, money talk between friends ("my 401k is
+down", "我的基金又绿了"), praise slang ("that kickflip was insane"), app instructions ("tap
+the gear icon at the top right to mute yourself") and order enquiries with long
+numbers; Chinese idioms and everyday hyperbole with 死, 杀, 狗, 猪 or 虎 ("杀鸡儆猴", "笑死我了")
+keep those characters from reading as threats. Every template and slot value was
+written by hand for this module (none from the adversarial dev set); the slang,
+region, animal and link families were written after a probe set of everyday lines
+showed those false positives (so that probe is no longer a clean measure of them), and
+the app-instruction template after a dev-set line ("click the … button … to join the
+voice channel") read as spam; its slot values are chosen so that the dev line itself
+is never generated.
 """
 
 from __future__ import annotations
@@ -294,7 +296,7 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
             "{event} this {day}, details and rsvp on {site}",
             "my {fund} is {move} and i'm choosing not to look at it",
             "{coin} {move2} again, glad i only put in ${amount}",
-            "you're {sick} dude, that {trick} was {insane}",
+            "that {trick} was {insane}, you're {sick} at this",
             "{press} the {thing} at the {where} to {action}",
         ),
         {
@@ -465,7 +467,6 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
         "banter_and_orders",
         (
             "{laugh} 你也太{funny}了",
-            "{dumb}，{forgot}，我{help}",
             "这把被对面{beaten}了，{gg}",
             "订单号 {order} 请问{when}",
             "我的{fund}又{move}了，{feel}",
@@ -473,9 +474,6 @@ COUNTERFACTUAL_FAMILIES: tuple[Family, ...] = (
         {
             "laugh": ("hhh", "哈哈哈", "笑死", "hhhh"),
             "funny": ("逗", "可爱", "有才", "搞笑"),
-            "dumb": ("笨蛋", "傻瓜", "小笨蛋", "你个小迷糊"),
-            "forgot": ("伞都不带", "钥匙又忘了", "外套都没穿", "饭都忘了吃"),
-            "help": ("下楼去接你", "给你送过去", "帮你带一把", "马上到"),
             "beaten": ("杀穿", "打爆", "虐", "秒"),
             "gg": ("gg", "下把再来", "心态崩了", "投了吧"),
             "order": ("202405180033", "1188207734", "DD20240601", "77120984"),
