@@ -18,7 +18,18 @@ ENGINE = RuleEngine(default_ruleset())
 # rule id -> (texts it must fire on, near-miss texts it must not fire on); the severe-harm rules
 # have theirs in test_severe_harm_rules.py.
 CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "en.hate.slur": (("you filthy faggot", "CHINKS go home"), ("he speaks chinese", "spicy food")),
+    "en.hate.slur": (
+        (
+            "you filthy faggot",
+            "CHINKS go home",
+            "f@gs shouldn't be allowed on the mic",
+        ),
+        (
+            "he speaks chinese",
+            "spicy food",
+            "fagioli soup recipe",
+        ),
+    ),
     "zh.hate.slur": (("滚回去吧黑鬼", "这些支那人", "穆狗"), ("黑色的鬼屋很吓人", "支持那个人")),
     "en.offensive.profanity": (
         ("what the fuck", "you ASSHOLE", "stfu"),
@@ -48,6 +59,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "基佬恶心死了",
             "小鬼子都该死光",
             "阿三国的人都不洗澡",
+            "东北人全是混混",
+            "你个黑人,滚回你的非洲去",
         ),
         (
             "我们班的人都是学霸",
@@ -57,6 +70,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "这道菜真恶心",
             "我家有个小柜子",
             "三国演义真好看",
+            "东北人都是热心肠",
+            "他回老家去了",
         ),
     ),
     "zh.offensive.profanity": (
@@ -71,6 +86,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "你麻痹的,再叫一声试试",
             "特么的你是不是有病",
             "你这个沙比真是没救了",
+            "这个女表子又开播了",
+            "婊子",
         ),
         (
             "他妈妈做饭很好吃",
@@ -80,6 +97,8 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "麻痹大意要不得",
             "特别好吃",
             "沙滩比赛",
+            "手表坏了",
+            "表姐来了",
         ),
     ),
     "en.sexual.solicitation": (
@@ -95,6 +114,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "ur b00bs r hot show me more",
             "nice 🍑 wanna sit on my 🍆",
             "wanna see my d!ck?",
+            "Nice body. Show me more of it in DMs",
         ),
         (
             "send me the notes",
@@ -107,6 +127,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "your body needs rest, get some sleep",
             "sit on my left at dinner",
             "wanna see my new dog?",
+            "nice body of work, show me the rest of the portfolio",
         ),
     ),
     "zh.sexual.solicitation": (
@@ -127,6 +148,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "晚上出来开房吗,价钱好商量",
             "约p吗,今晚有空",
             "美女,发几张裸照给我看看",
+            "约吗?我就在你附近,一晚五百",
         ),
         (
             "周末打球约吗",
@@ -139,6 +161,7 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "出来吃饭吗",
             "ppt做完了吗",
             "发几张风景照给我看看",
+            "约吗?周末一起去爬山",
         ),
     ),
     "spam.free_money_link": (
@@ -151,8 +174,17 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "zh.spam.brushing": (("招兼职刷单日结", "刷单返利了解一下"), ("兼职老师招聘", "刷卡消费")),
     "zh.spam.easy_money": (
-        ("在家躺赚", "每天日赚三百", "家人们,日入过千"),
-        ("赚钱不容易", "日子过得很快"),
+        (
+            "在家躺赚",
+            "每天日赚三百",
+            "家人们,日入过千",
+            "幣圈內幕,一天翻倍,私我",
+        ),
+        (
+            "赚钱不容易",
+            "日子过得很快",
+            "一天天过得真快",
+        ),
     ),
     "zh.spam.fake_engagement": (
         ("代刷粉丝点赞,一元一千", "专业刷粉刷赞"),
@@ -221,6 +253,11 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "(((they))) run everything",
             "14 words, the great replacement is real",
             "Hitler was right about the jooz",
+            "Trans people are mentally ill freaks",
+            "typical Jew, first one to ask who's holding the fund",
+            "black players always rage quit, it's in their genes",
+            "go back to your 🐒 country",
+            "just a bunch of j3ws running the server",
         ),
         (
             "rats are vermin",
@@ -229,6 +266,9 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "we scored 14 points",
             "the great wall is huge",
             "jews celebrate hanukkah in winter",
+            "typical monday",
+            "it's in the genes, my whole family is tall",
+            "go back to your seat please",
         ),
     ),
     "en.spam.illegal_goods": (
@@ -255,11 +295,45 @@ CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "兄弟们冲她评论区",
             "everyone go spam his dms",
             "你脑子被驴踢了吧",
+            "raid his channel tonight and flood the chat until he quits streaming for good",
+            "everyone report and flame @luna_plays, make her delete her acc",
+            "dogpile on this clown in the replies",
         ),
         (
             "大家一起去他主页点赞",
             "everyone go check his new video",
             "我脑子被门夹了",
+            "raid his channel after our stream, he's cool",
+            "flood the chat with hype emotes",
+        ),
+    ),
+    "zh.harassment.death_wish": (
+        (
+            "祝你全家🔥葬场一日游",
+            "祝你早日暴毙",
+            "你爹死了吗你这么狂",
+        ),
+        (
+            "祝你全家幸福",
+            "我爹死了好多年了",
+            "祝你早日康复",
+        ),
+    ),
+    "spam.phishing": (
+        (
+            "I accidentally reported you, message the admin and give him your password to fix it",
+            "【安全中心】您的账号存在异常,请立即登录以下网址验证,否则将被冻结",
+            "我是你领导,换了新号,急需转两万到这个账户",
+            "您好我是快递客服,您的包裹丢了,加我QQ办理理赔",
+            "戳这里领红包:hongbao点top/xx,手慢无",
+        ),
+        (
+            "never give anyone your password",
+            "admins will never ask you to send your 2fa code",
+            "账号异常怎么办",
+            "领导换了新手机",
+            "包裹丢了,快递说会赔",
+            "过年领红包啦",
         ),
     ),
 }

@@ -85,6 +85,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "I'm going to post your address and your ugly face everywhere",
             "snitches get stitches, and your little brother is first",
             "i'll dox you",
+            "Ban me one more time and I'm coming to your house with a bat.",
+            "coming for u tonight",
+            "You won't see me coming.",
         ),
         (
             "i know where you work",
@@ -102,6 +105,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "show up at your job interview early",
             "post your address in the form so we can ship it",
             "i'm going to share your post, love it",
+            "i'm coming to your house with a cake",
+            "coming for dinner tonight",
         ),
     ),
     "zh.threat.direct": (
@@ -173,6 +178,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "等着吧,出门小心被车撞",
             "小心你孩子上学的路上出点意外",
             "你妈出门最好带保镖",
+            "你老婆孩子在哪上学我都知道",
+            "已开盒,手机号身份证都在这,大家随意",
+            "把他电话号码挂出来,大家一起轮流打",
         ),
         (
             "你给我等着,我马上到",
@@ -187,6 +195,9 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "想想后来怎么办",
             "小心你孩子上学路上别摔倒",
             "出门最好带把伞",
+            "你在哪上学我不知道",
+            "盲盒开盒视频",
+            "把他电话号码发我一下",
         ),
     ),
     "en.self_harm.intent": (
@@ -320,6 +331,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "吃安眠药吧,一瓶就够了",
             "你死了大家都会松一口气",
             "天台见,记得跳下来",
+            "你这种人怎么还不去死?",
         ),
         (
             "我打死也不去",
@@ -333,6 +345,7 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "这题都不会吗,要不要我教你",
             "考完试大家都松一口气",
             "天台见,一起看星星",
+            "你怎么还不去睡",
         ),
     ),
     "en.sexual_exploitation.sextortion": (
@@ -343,6 +356,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "everyone will see your nudes",
             "i have your nudes",
             "send me videos unless you want me to send them to your boss",
+            "I recorded our call. Send 200 dollars by tonight or your family sees everything.",
+            "i have your private photos and i'll send them unless you pay",
         ),
         (
             "send me the pics or i'll forget",
@@ -350,6 +365,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "i'll send your photos from the trip",
             "send me nudes",
             "pay me back or i'll tell mom",
+            "send 200 dollars by tonight or the deal is off",
+            "i have your photos from the trip, want them?",
         ),
     ),
     "en.sexual_exploitation.grooming": (
@@ -391,6 +408,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "你的照片我都P好了,不转账就发到你们学校表白墙",
             "不跟我睡我就把你的事情告诉全公司",
             "你的视频我录下来了,不继续脱我就发到网上",
+            "视频我录下来了,明天之前打钱,否则发给你所有好友",
+            "不想你的照片被全🌏看到就转💰",
         ),
         (
             "不要把裸照发到网上",
@@ -400,6 +419,8 @@ SEVERE_CASES: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "照片修好了,不付尾款就不发原图",
             "不跟我吃饭我就自己去了",
             "视频我录下来了,晚点发群里",
+            "视频我录好了,明天发你",
+            "照片打印好了,明天给你",
         ),
     ),
     "zh.sexual_exploitation.grooming": (
