@@ -1,7 +1,9 @@
 """Leetspeak and symbol-mask readings of a text, for keyword matching only.
 
-Only tokens that mix letters with digits or symbols get a reading (``sh1t``, ``a$$``,
-``f4gg0t``, ``b!tch``); a token of digits alone (``25``, ``$25``, ``13812345678``) never does.
+Only tokens that mix Latin letters with digits or symbols get a reading (``sh1t``, ``a$$``,
+``f4gg0t``, ``b!tch``); a token of digits alone (``25``, ``$25``, ``13812345678``), a number
+with a unit or ordinal (``8am``, ``6th``, ``5g``), a name with a serial number (``player123``)
+and Chinese text with an exclamation mark (``生日快乐!祝你``) never do.
 The readings are candidates: a rule matches only when a reading spells one of its keywords, so
 ``b4`` (``ba``), ``2nd`` and ``l33t`` produce readings that simply match nothing.
 
@@ -46,6 +48,11 @@ _LEET_TOKEN = re.compile(f"\\S*[{_CLASS}{_EMOJI}]\\S*")
 _LEADING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?{_EMOJI}\ufe0f]*")
 _TRAILING = re.compile(f"[\"'()\\[\\]{{}}<>,.;:?!{_EMOJI}\ufe0f]*$")
 _MIN_VISIBLE = 2
+_NUMBERED = re.compile(
+    r"\d+(?:st|nd|rd|th|am|pm|k|g|gb|mb|kb|tb|d|h|hr|hrs|m|min|mins|s|x|p|fps|hz|w|mm|cm|km|kg"
+    r"|lb|lbs|oz|ml)|[a-z_]+\d{3,}",
+    re.ASCII,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +77,15 @@ def _core(token: str) -> tuple[int, int]:
 
 
 def _is_candidate(core: str) -> bool:
+    """Whether ``core`` mixes Latin letters with leet characters and is not a number with a
+    unit (``8am``, ``6th``, ``5g``) or a name with a serial number (``player123``)."""
     has_letter = has_leet = False
     for char in core:
         if char in _LEET_CHARS:
             has_leet = True
-        elif char.isalpha():
+        elif char.isascii() and char.isalpha():
             has_letter = True
-    return has_letter and has_leet
+    return has_letter and has_leet and _NUMBERED.fullmatch(core) is None
 
 
 def leet_readings(text: str) -> LeetReadings:

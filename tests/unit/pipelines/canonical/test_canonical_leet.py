@@ -35,7 +35,19 @@ def test_one_and_bang_also_read_as_l() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["costs $25", "call 13812345678", "hello there", "good game!", "100% sure", "5 $", "8:69 pm"],
+    [
+        "costs $25",
+        "call 13812345678",
+        "hello there",
+        "good game!",
+        "100% sure",
+        "5 $",
+        "8:69 pm",
+        "see you at 8am on the 6th",
+        "5g and 4k",
+        "add me: player123",
+        "\u751f\u65e5\u5feb\u4e50!\u795d\u4f60",
+    ],
 )
 def test_tokens_without_letters_or_leet_get_no_reading(text: str) -> None:
     """Prices, numbers, plain words and sentence punctuation give no readings at all."""
