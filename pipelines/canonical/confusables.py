@@ -47,6 +47,11 @@ def confusable_table() -> dict[str, str]:
     return table
 
 
+def _looks_latin(word: str, table: dict[str, str]) -> bool:
+    """Whether every letter of ``word`` is Latin or a look-alike of a Latin letter."""
+    return all(char in table or is_latin_letter(char) for char in word)
+
+
 def _fold_word(word: str, table: dict[str, str]) -> str:
     return "".join(table.get(char, char) for char in word)
 
@@ -60,9 +65,10 @@ def fold_confusables(text: str) -> str:
         return text
     words = _WORD.findall(text)
     latin_words = sum(1 for word in words if word.isascii())
-    disguised = all(
-        char in table or is_latin_letter(char) for word in words for char in word
-    )  # no letter of a real non-Latin script: every word is Latin or Latin in disguise
+    # Latin around the word, or no letter of a real non-Latin script anywhere in the message.
+    latin_message = (latin_words > 0 and latin_words * 2 >= len(words)) or all(
+        _looks_latin(word, table) for word in words
+    )
     pieces: list[str] = []
     last = 0
     for match in _WORD.finditer(text):
@@ -70,9 +76,7 @@ def fold_confusables(text: str) -> str:
         if word.isascii() or not any(char in table for char in word):
             continue
         has_latin = any(is_latin_letter(char) for char in word)
-        all_lookalike = all(char in table or is_latin_letter(char) for char in word)
-        latin_message = disguised or (latin_words > 0 and latin_words * 2 >= len(words))
-        if has_latin or (all_lookalike and latin_message):
+        if has_latin or (latin_message and _looks_latin(word, table)):
             pieces.append(text[last : match.start()])
             pieces.append(_fold_word(word, table))
             last = match.end()
