@@ -33,7 +33,6 @@ import numpy.typing as npt
 import onnx
 
 from modelbuild import datasets
-from modelbuild.abuse_families import INSULT_WORDS
 from modelbuild.archives import read_member
 from modelbuild.cpu_encoder import MIN_COSINE, build_cpu_encoder, min_part_cosine
 from modelbuild.e5_weights import read_e5
@@ -48,6 +47,7 @@ from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, fit_head, save_head
 from modelbuild.robust_data import HARD_NEGATIVE_SOURCE, robust_task
 from modelbuild.sources import fetch_all
+from modelbuild.training_data import insult_words
 
 __all__ = [
     "HEADS",
@@ -282,8 +282,8 @@ def _install_serving_code(paths: BuildPaths) -> None:
 
 
 def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, datasets.TaskData]:
-    """The three tasks' examples, from the package archives, plus the hard benign negatives
-    (:mod:`modelbuild.hard_negatives`) and the disguised forms of harmful training examples
+    """The three tasks' examples, from the package archives, plus the hand-written families of
+    ``modelbuild/data/training/`` and the disguised forms of harmful training examples
     (:mod:`modelbuild.augment`); every text canonicalised as the worker sends it to the model
     (:mod:`modelbuild.robust_data`)."""
     from modelbuild.teacher import HateSonar
@@ -294,7 +294,8 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     lexicons = datasets.load_lexicons(
         archives["naughty"], archives["cleanse"], archives["badwords_zh"]
     )
-    synthetic = datasets.synthetic(lexicons, seed, everyday=INSULT_WORDS)
+    everyday_insults = insult_words()
+    synthetic = datasets.synthetic(lexicons, seed, everyday=everyday_insults)
     teacher = HateSonar(archives["hatesonar"])
     plain = {
         "sentiment": sentiment,
@@ -306,19 +307,21 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     # The everyday insults are disguised too ("id1ot", "智*障"), beside the lexicon words.
     disguisable = {
         **lexicons,
-        **{lang: [*lexicons[lang], *INSULT_WORDS[lang]] for lang in INSULT_WORDS},
+        **{lang: [*lexicons[lang], *words] for lang, words in everyday_insults.items()},
     }
     return {task: robust_task(data, disguisable, seed) for task, data in plain.items()}
 
 
 def _train_heads(paths: BuildPaths, archives: dict[str, Path], log: Log) -> None:
     tasks = load_task_data(archives)
+    fingerprints = {task: data.fingerprint() for task, data in tasks.items()}
+    log("training_set_loaded", **fingerprints)
     embedder = Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings")
     inputs = HeadInputs(embedder)
     texts = sorted({e.text for data in tasks.values() for e in data.examples})
     log("embedding_started", texts=len(texts))
     embedder.features(texts)
-    summary = {}
+    summary: dict[str, object] = {"training_set": fingerprints}
     for spec in HEADS:
         data = tasks[spec.task]
         repeats = dict(spec.repeat_sources)

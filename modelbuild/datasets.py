@@ -29,9 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from modelbuild import templates
-from modelbuild.abuse_families import INSULT_WORDS
 from modelbuild.archives import iter_members, read_member
+from modelbuild.training_data import insult_words, lexicon_templates
 
 __all__ = [
     "INTENT",
@@ -73,6 +72,15 @@ class TaskData:
 
     def split(self, test: bool) -> list[Example]:
         return [e for e in self.examples if e.test == test]
+
+    def fingerprint(self) -> str:
+        """SHA-256 over every example in order (text, label, language, source, split): two
+        builds with the same fingerprint train and grade on the same data."""
+        digest = hashlib.sha256()
+        for e in self.examples:
+            row = [e.text, e.label, e.lang, e.source, e.test]
+            digest.update(json.dumps(row, ensure_ascii=False).encode("utf-8") + b"\n")
+        return digest.hexdigest()
 
 
 def _hash01(seed: int, text: str) -> float:
@@ -245,16 +253,16 @@ def synthetic(
     seed: int,
     everyday: Mapping[str, Sequence[str]] | None = None,
 ) -> list[Example]:
-    """Template sentences: offensive / hate (toxicity labels) and advertisements (intent).
+    """Template sentences (``lexicon_templates.toml``): offensive / hate (toxicity labels) and
+    advertisements (intent).
 
     ``everyday`` insult words (by language) fill the insult templates in training whatever the
     lexicon split, 12 sentences each (3 for a lexicon word): the package lexicons are sexual and
     slur vocabulary, and without these no template said "you are an idiot"."""
+    templates = lexicon_templates()
     out: list[Example] = []
-    for lang, tmpl in (
-        ("en", templates.INSULT_TEMPLATES_EN),
-        ("zh", templates.INSULT_TEMPLATES_ZH),
-    ):
+    for lang in ("en", "zh"):
+        tmpl = templates.insult[lang]
         train, test = _split_words(lex[lang], seed)
         extra = [w for w in (everyday or {}).get(lang, ()) if w not in train and w not in test]
         for test_flag, words, per_word in ((False, train, 3), (True, test, 3), (False, extra, 12)):
@@ -262,11 +270,8 @@ def synthetic(
                 out.append(
                     Example(text, TOXICITY.index("offensive"), lang, "template-insult", test_flag)
                 )
-    hate_sets = (
-        ("en", templates.HATE_TEMPLATES_EN, templates.HATE_GROUPS_EN),
-        ("zh", templates.HATE_TEMPLATES_ZH, templates.HATE_GROUPS_ZH),
-    )
-    for lang, tmpl, groups in hate_sets:
+    for lang in ("en", "zh"):
+        tmpl, groups = templates.hate[lang], templates.hate_groups[lang]
         train, test = _split_words(lex[lang], seed)
         for test_flag, words in ((False, train), (True, test)):
             for g in groups:
@@ -276,10 +281,10 @@ def synthetic(
                     out.append(
                         Example(text, TOXICITY.index("hate"), lang, "template-hate", test_flag)
                     )
-    ad_words_en = list(templates.AD_PRODUCTS_EN)
+    ad_words_en = list(templates.ad_products["en"])
     for lang, tmpl, words in (
-        ("en", templates.AD_TEMPLATES_EN, ad_words_en),
-        ("zh", templates.AD_TEMPLATES_ZH, lex["zh_ads"]),
+        ("en", templates.advertisement["en"], ad_words_en),
+        ("zh", templates.advertisement["zh"], lex["zh_ads"]),
     ):
         train, test = _split_words(words, seed)
         for test_flag, ws in ((False, train), (True, test)):
@@ -300,10 +305,11 @@ def benign_words(
 ) -> dict[str, list[str]]:
     """Ordinary words from the *training* chat lines (English words, Chinese two-character
     pieces) that contain no lexicon entry and no everyday insult
-    (:data:`modelbuild.abuse_families.INSULT_WORDS`): the fillers of the counterfactual
-    templates. Without the insults, "you idiot" was a benign counterfactual."""
-    bad_en = {w.lower() for w in lex["en"]} | {w for w in INSULT_WORDS["en"] if " " not in w}
-    bad_zh = [*lex["zh"], *INSULT_WORDS["zh"]]
+    (:func:`modelbuild.training_data.insult_words`): the fillers of the neutral frames. Without
+    the insults, "you idiot" was a benign counterfactual."""
+    insults = insult_words()
+    bad_en = {w.lower() for w in lex["en"]} | {w for w in insults["en"] if " " not in w}
+    bad_zh = [*lex["zh"], *insults["zh"]]
     en: set[str] = set()
     zh: set[str] = set()
     for line in chat["en"]:
@@ -322,12 +328,10 @@ def benign_words(
 
 def counterfactuals(words: dict[str, list[str]], seed: int) -> list[Example]:
     """Neutral-frame template sentences filled with benign words, labelled none (training only)."""
+    frames = lexicon_templates().neutral_frame
     out: list[Example] = []
-    for lang, tmpl in (
-        ("en", templates.NEUTRAL_FRAME_TEMPLATES_EN),
-        ("zh", templates.NEUTRAL_FRAME_TEMPLATES_ZH),
-    ):
-        for text in _fill(tmpl, words[lang], seed, 2):
+    for lang in ("en", "zh"):
+        for text in _fill(frames[lang], words[lang], seed, 2):
             out.append(Example(text, TOXICITY.index("none"), lang, "template-neutral", False))
     return out
 

@@ -2,17 +2,16 @@
 negatives and disguised forms of its harmful examples.
 
 For every task the texts are canonicalised (:mod:`modelbuild.canonical_inputs`), because the
-model is served canonical text. For intent and toxicity two kinds of examples are added:
+model is served canonical text. For intent and toxicity the lines of the hand-written family
+files (``modelbuild/data/training/*.toml``, :mod:`modelbuild.training_data`) are added, with
+the usual seeded 20 % held out, so the held-out split also measures them:
 
-- the hand-written hard benign negatives of :mod:`modelbuild.hard_negatives` and the benign
-  twins of the abuse families (:mod:`modelbuild.counterfactuals`), labelled toxicity ``none``
-  and intent ``chat`` (``question`` when the line ends with a question mark),
-  with the usual seeded 20 % held out, so the held-out split also measures them;
-- for toxicity, the hand-written threats and self-harm incitement of :mod:`modelbuild.threats`,
-  labelled ``offensive``, and the insults, hate and sexual harassment of
-  :mod:`modelbuild.abuse_families`, labelled as their family says (20 % held out);
-- for intent, the chat-length scams of :mod:`modelbuild.spam_families`, labelled ``spam``
-  (20 % held out);
+- the hard benign negatives (``hard_negatives.toml``) and the benign twins of the abuse
+  families (``counterfactuals.toml``), labelled toxicity ``none`` and intent ``chat``
+  (``question`` when the line ends with a question mark);
+- for toxicity, the threats and self-harm incitement (``threats.toml``) and the insults, hate
+  and sexual harassment (``abuse.toml``), labelled as their family says;
+- for intent, the chat-length scams (``spam.toml``), labelled ``spam``;
 - the disguised forms of the harmful training examples, threats included
   (:mod:`modelbuild.augment`), with the label of their plain line, training split only.
 """
@@ -21,15 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from modelbuild import datasets, templates
-from modelbuild.abuse_families import abuse_lines
+from modelbuild import datasets
 from modelbuild.augment import disguised_examples
 from modelbuild.canonical_inputs import canonical_task, canonical_text
-from modelbuild.counterfactuals import counterfactual_lines
-from modelbuild.hard_negatives import hard_negatives
-from modelbuild.spam_families import spam_lines
 from modelbuild.template_families import TemplateLine
-from modelbuild.threats import threat_lines
+from modelbuild.training_data import lexicon_templates, template_lines
 
 __all__ = [
     "ABUSE_SOURCE",
@@ -53,7 +48,7 @@ SPAM_SOURCE = "template-spam"
 
 def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
     out = []
-    for line in hard_negatives(seed) + counterfactual_lines(seed):
+    for line in template_lines("hard_negatives", seed) + template_lines("counterfactuals", seed):
         label = 0  # toxicity "none", intent "chat"
         if task == "intent" and datasets.is_question(line.text):
             label = datasets.INTENT.index("question")
@@ -63,29 +58,32 @@ def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
 
 
 def _labelled(
-    lines: list[TemplateLine], label: int, source: str, seed: int
+    lines: list[TemplateLine], labels: tuple[str, ...], source: str, seed: int
 ) -> list[datasets.Example]:
-    """Template lines as examples of one label, the usual seeded 20 % held out."""
+    """Template lines as examples labelled as their family says (``labels`` are the task's
+    classes), the usual seeded 20 % held out."""
     return [
-        datasets.Example(line.text, label, line.lang, source, datasets.held_out(seed, line.text))
+        datasets.Example(
+            line.text,
+            labels.index(line.label),
+            line.lang,
+            source,
+            datasets.held_out(seed, line.text),
+        )
         for line in lines
     ]
 
 
 def _threat_examples(seed: int) -> list[datasets.Example]:
-    return _labelled(threat_lines(seed), datasets.TOXICITY.index("offensive"), THREAT_SOURCE, seed)
+    return _labelled(template_lines("threats", seed), datasets.TOXICITY, THREAT_SOURCE, seed)
 
 
 def _abuse_examples(seed: int) -> list[datasets.Example]:
-    return [
-        example
-        for label, line in abuse_lines(seed)
-        for example in _labelled([line], datasets.TOXICITY.index(label), ABUSE_SOURCE, seed)
-    ]
+    return _labelled(template_lines("abuse", seed), datasets.TOXICITY, ABUSE_SOURCE, seed)
 
 
 def _spam_examples(seed: int) -> list[datasets.Example]:
-    return _labelled(spam_lines(seed), datasets.INTENT.index("spam"), SPAM_SOURCE, seed)
+    return _labelled(template_lines("spam", seed), datasets.INTENT, SPAM_SOURCE, seed)
 
 
 def robust_task(
@@ -106,7 +104,7 @@ def robust_task(
     )
     harmful = frozenset(data.labels.index(name) for name in HARMFUL[data.task])
     targets: dict[str, Sequence[str]] = (
-        {"en": templates.AD_PRODUCTS_EN, "zh": lexicons["zh_ads"]}
+        {"en": lexicon_templates().ad_products["en"], "zh": lexicons["zh_ads"]}
         if data.task == "intent"
         else {"en": lexicons["en"], "zh": lexicons["zh"]}
     )

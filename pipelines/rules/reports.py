@@ -3,10 +3,10 @@
 "someone called me a stupid bitch, how do I report them?", "有人私信骂我傻逼, 怎么举报": the
 abusive word is quoted, not aimed at anyone in the chat. A rule with ``yields_to_reports = true``
 (the everyday profanity and solicitation keywords in the default rule set) leaves such a message
-to the model, which is trained on reports as benign (``modelbuild/hard_negatives.py``) and still
-sees the whole text: "举报你啊傻逼" ("report me then, idiot") names reporting but is itself an
-insult, and the model flags it. Block rules, severe-harm rules and every rule without the key
-are never affected.
+to the model, which is trained on reports as benign (the report families of
+``modelbuild/data/training/hard_negatives.toml``) and still sees the whole text: "举报你啊傻逼"
+("report me then, idiot") names reporting but is itself an insult, and the model flags it.
+Block rules, severe-harm rules and every rule without the key are never affected.
 
 A report is recognised by its frame, searched in the canonical text (case-folded, Simplified
 Chinese, see ``pipelines.canonical``):

@@ -6,13 +6,11 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from modelbuild.abuse_families import EN_GROUPS, ZH_GROUPS, abuse_lines
 from modelbuild.canonical_inputs import canonical_text
-from modelbuild.counterfactuals import counterfactual_lines
 from modelbuild.datasets import INTENT, TOXICITY, TaskData
 from modelbuild.devset import read_devset
 from modelbuild.robust_data import ABUSE_SOURCE, HARD_NEGATIVE_SOURCE, SPAM_SOURCE, robust_task
-from modelbuild.spam_families import spam_lines
+from modelbuild.training_data import template_lines, word_lists
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset
 
@@ -26,19 +24,19 @@ def _dev_texts() -> set[str]:
 
 
 def test_abuse_lines_depend_on_the_seed_and_cover_both_labels_and_languages() -> None:
-    lines = abuse_lines(SEED)
-    assert lines == abuse_lines(SEED)
-    assert lines != abuse_lines(SEED + 1)
-    groups = Counter((label, line.lang) for label, line in lines)
+    lines = template_lines("abuse", SEED)
+    assert lines == template_lines("abuse", SEED)
+    assert lines != template_lines("abuse", SEED + 1)
+    groups = Counter((line.label, line.lang) for line in lines)
     assert set(groups) == {(lab, lang) for lab in ("offensive", "hate") for lang in ("en", "zh")}
     assert min(groups.values()) >= 40
-    assert not [line.text for _, line in lines if "{" in line.text]
+    assert not [line.text for line in lines if "{" in line.text]
 
 
 def test_spam_lines_depend_on_the_seed_in_both_languages() -> None:
-    lines = spam_lines(SEED)
-    assert lines == spam_lines(SEED)
-    assert lines != spam_lines(SEED + 1)
+    lines = template_lines("spam", SEED)
+    assert lines == template_lines("spam", SEED)
+    assert lines != template_lines("spam", SEED + 1)
     assert {line.lang for line in lines} == {"en", "zh"}
     assert not [line.text for line in lines if "{" in line.text]
 
@@ -46,8 +44,8 @@ def test_spam_lines_depend_on_the_seed_in_both_languages() -> None:
 def test_no_line_is_a_dev_set_line() -> None:
     """No generated line equals a dev-set line, raw or canonicalised (the dev set only measures)."""
     dev = _dev_texts()
-    lines = {line.text for _, line in abuse_lines(SEED, per_family=400)}
-    lines |= {line.text for line in spam_lines(SEED, per_family=400)}
+    lines = {line.text for line in template_lines("abuse", SEED, per_family=400)}
+    lines |= {line.text for line in template_lines("spam", SEED, per_family=400)}
     assert not (lines | {canonical_text(t) for t in lines}) & dev
 
 
@@ -72,13 +70,14 @@ def test_intent_gets_spam_lines_labelled_spam() -> None:
 def test_counterfactual_twins_use_the_abuse_families_groups_and_are_benign() -> None:
     """Every group the hate families attack also appears in neutral twins, which the build adds
     as hard negatives (toxicity none), in both languages, apart from the dev set."""
-    twins = counterfactual_lines(SEED)
-    assert twins == counterfactual_lines(SEED)
+    twins = template_lines("counterfactuals", SEED)
+    assert twins == template_lines("counterfactuals", SEED)
     text = " ".join(line.text for line in twins)
-    assert [g for g in EN_GROUPS + ZH_GROUPS if g not in text] == []
+    groups = word_lists()["en_groups"] + word_lists()["zh_groups"]
+    assert [g for g in groups if g not in text] == []
     assert {line.lang for line in twins} == {"en", "zh"}
     dev = _dev_texts()
-    lines = {line.text for line in counterfactual_lines(SEED, per_family=400)}
+    lines = {line.text for line in template_lines("counterfactuals", SEED, per_family=400)}
     assert not (lines | {canonical_text(t) for t in lines}) & dev
     out = robust_task(TaskData("toxicity", TOXICITY, ()), _LEXICONS, SEED).examples
     benign = {e.text for e in out if e.source == HARD_NEGATIVE_SOURCE}
@@ -94,7 +93,7 @@ def test_no_benign_twin_fires_a_default_rule() -> None:
     sent_at = datetime(2026, 5, 1, tzinfo=UTC)
     fired = [
         line.text
-        for line in counterfactual_lines(SEED, per_family=400)
+        for line in template_lines("counterfactuals", SEED, per_family=400)
         if engine.evaluate(ChatMessage("m", "g", "u", line.text, sent_at)).hits
     ]
     assert fired == []

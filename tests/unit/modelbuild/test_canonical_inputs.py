@@ -5,7 +5,7 @@ from __future__ import annotations
 from modelbuild.augment import disguised_forms
 from modelbuild.canonical_inputs import canonical_task, canonical_text
 from modelbuild.datasets import TOXICITY, Example, TaskData
-from modelbuild.hard_negatives import hard_negatives
+from modelbuild.training_data import template_lines
 
 _LINES = (
     "ＦＲＥＥ  Followers!!!",
@@ -21,7 +21,7 @@ _LINES = (
 def test_canonicalising_twice_changes_nothing() -> None:
     """canonicalize is idempotent on chat, hard negatives and disguised forms, so the model
     may receive text that was canonicalised already."""
-    lines = list(_LINES) + [n.text for n in hard_negatives(3, per_family=15)]
+    lines = list(_LINES) + [n.text for n in template_lines("hard_negatives", 3, per_family=15)]
     lines += [
         f
         for t in ("you stupid moron", "你这个废物")

@@ -7,23 +7,24 @@ from collections import Counter
 from modelbuild.canonical_inputs import canonical_text
 from modelbuild.datasets import INTENT, TOXICITY, Example, TaskData
 from modelbuild.devset import read_devset
-from modelbuild.hard_negatives import FAMILIES, hard_negatives
 from modelbuild.robust_data import HARD_NEGATIVE_SOURCE, robust_task
+from modelbuild.training_data import family_file, template_lines
 
 SEED = 20241202
 _LEXICONS = {"en": ["moron"], "zh": ["废物"], "zh_ads": ["代购"]}
+FAMILIES = family_file("hard_negatives").families
 
 
 def test_same_seed_same_lines_other_seed_other_lines() -> None:
     """Generation is a pure function of the seed: equal for one seed, different for another."""
-    first = hard_negatives(SEED)
-    assert first == hard_negatives(SEED)
-    assert [n.text for n in first] != [n.text for n in hard_negatives(SEED + 1)]
+    first = template_lines("hard_negatives", SEED)
+    assert first == template_lines("hard_negatives", SEED)
+    assert [n.text for n in first] != [n.text for n in template_lines("hard_negatives", SEED + 1)]
 
 
 def test_every_family_gives_distinct_filled_lines_in_its_language() -> None:
     """Each family yields distinct lines with every slot filled, tagged with its language."""
-    lines = hard_negatives(SEED, per_family=30)
+    lines = template_lines("hard_negatives", SEED, per_family=30)
     per_family = Counter((n.lang, n.topic) for n in lines)
     assert set(per_family) == {(f.lang, f.topic) for f in FAMILIES}
     assert min(per_family.values()) >= 20
@@ -46,7 +47,7 @@ def test_no_line_is_a_dev_set_line() -> None:
     trained on)."""
     dev = {e.text for e in read_devset()}
     dev |= {canonical_text(t) for t in dev}
-    lines = [n.text for n in hard_negatives(SEED, per_family=200)]
+    lines = [n.text for n in template_lines("hard_negatives", SEED, per_family=200)]
     assert not (set(lines) | {canonical_text(t) for t in lines}) & dev
 
 

@@ -8,7 +8,7 @@ from modelbuild.canonical_inputs import canonical_text
 from modelbuild.datasets import TOXICITY, TaskData
 from modelbuild.devset import read_devset
 from modelbuild.robust_data import THREAT_SOURCE, robust_task
-from modelbuild.threats import threat_lines
+from modelbuild.training_data import template_lines
 
 SEED = 20241202
 _LEXICONS = {"en": ["moron"], "zh": ["废物"], "zh_ads": ["代购"]}
@@ -16,9 +16,9 @@ _LEXICONS = {"en": ["moron"], "zh": ["废物"], "zh_ads": ["代购"]}
 
 def test_same_seed_same_lines_in_both_languages() -> None:
     """Lines depend only on the seed; both languages have threats and self-harm incitement."""
-    lines = threat_lines(SEED)
-    assert lines == threat_lines(SEED)
-    assert lines != threat_lines(SEED + 1)
+    lines = template_lines("threats", SEED)
+    assert lines == template_lines("threats", SEED)
+    assert lines != template_lines("threats", SEED + 1)
     topics = Counter((t.lang, t.topic) for t in lines)
     assert set(topics) == {(lang, t) for lang in ("en", "zh") for t in ("threat", "self_harm")}
     assert min(topics.values()) >= 20
@@ -29,7 +29,7 @@ def test_no_line_is_a_dev_set_line() -> None:
     """No threat line equals a dev-set line, raw or canonicalised."""
     dev = {e.text for e in read_devset()}
     dev |= {canonical_text(t) for t in dev}
-    lines = {t.text for t in threat_lines(SEED, per_family=200)}
+    lines = {t.text for t in template_lines("threats", SEED, per_family=200)}
     assert not (lines | {canonical_text(t) for t in lines}) & dev
 
 

@@ -1,0 +1,30 @@
+"""The generated training set is pinned: the heads are what this exact data trains.
+
+``load_task_data`` is run on the pinned packages (the build's cache; ``modstream models build``
+fetches them) and every task's examples, in order, with label, language, source and split, are
+compared by fingerprint with the set the committed heads were trained on. A change to a data
+file (``modelbuild/data/training/*.toml``), a template or a transform that changes the set fails
+here: retrain the heads (``modstream models build --retrain``) and update ``PINNED`` in the same
+commit, with the new eval line in the model cards.
+"""
+
+from __future__ import annotations
+
+from modelbuild.build import load_task_data
+from modelbuild.settings import ModelToolSettings
+from modelbuild.sources import fetch_all
+
+PINNED: dict[str, tuple[int, str]] = {
+    "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
+    "intent": (26877, "8d609d1d453ee9f2d7f05f564d6404a4b5cfd86fc4f036dccc4b3a2d8f961caa"),
+    "toxicity": (39721, "41a7fb51e97fff1fe2cf21cbd4c9a4ce22adb15b7f2a29612c8f1413d50b60dc"),
+}
+"""Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
+
+
+def test_generated_training_set_is_the_pinned_one() -> None:
+    """Every task's examples, in order, with labels, sources and split, are the pinned set."""
+    archives = fetch_all(ModelToolSettings().models.work_dir / "cache")
+    tasks = load_task_data(archives)
+    found = {task: (len(data.examples), data.fingerprint()) for task, data in tasks.items()}
+    assert found == PINNED
