@@ -21,6 +21,7 @@ import signal
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
 
+from grpc import aio
 from grpc_health.v1 import health
 
 from common.api_tokens import TokenReader
@@ -29,6 +30,7 @@ from online.auth import TokenAuthInterceptor
 from online.budget import BudgetedInference
 from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
 from online.collector import Collector, CollectorStats
+from online.metrics import CallMetricsInterceptor, ObservedProcessor, OnlineMetrics
 from online.moderator import OnlineModerator
 from online.server import (
     ModerationServicer,
@@ -39,6 +41,7 @@ from online.server import (
 from online.settings import OnlineSettings
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
 from worker.breaker import BreakerState
+from worker.http import HealthServer
 from worker.inference import InferenceError, TritonModerationClient
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
@@ -83,7 +86,12 @@ class OnlineService:
         self._grace_s = grace_s
         self._drain_s = drain_s
         self.metrics = Metrics()
+        self.online_metrics = OnlineMetrics(self.metrics.registry)
         self.port: int | None = None
+        self.http_port: int | None = None
+        """Where ``/metrics``, ``/healthz`` and ``/readyz`` answer, once started."""
+        self._store_ok = False
+        self._stopping = False
         self.ready = asyncio.Event()
         self.stats: CollectorStats | None = None
 
@@ -97,15 +105,17 @@ class OnlineService:
             publisher = KafkaPublisher(s.kafka)
             await publisher.start()
             stack.push_async_callback(publisher.stop)
-            model = TritonModerationClient(s.triton)
+            model = TritonModerationClient(s.triton, metrics=self.metrics.replicas)
             await model.start(wait_ready=False)
             stack.push_async_callback(model.stop)
             outbox_store = VerdictOutboxStore(database)
             give_up = asyncio.Event()
 
-            def make_processor(store: BatchStore) -> BatchProcessor:
-                return BatchProcessor(
-                    inference=BudgetedInference(model),
+            om = self.online_metrics
+
+            def make_processor(store: BatchStore) -> ObservedProcessor:
+                processor = BatchProcessor(
+                    inference=BudgetedInference(model, om.budget_missed("inference")),
                     store=store,
                     outbox=outbox_store,
                     publisher=publisher,
@@ -116,6 +126,7 @@ class OnlineService:
                     metrics=self.metrics,
                     give_up=give_up,
                 )
+                return ObservedProcessor(processor, om)
 
             o = s.online
             collector = Collector(
@@ -127,6 +138,7 @@ class OnlineService:
                 queue_items=o.queue_limit + 1,
                 min_model_s=o.min_model_ms / 1000.0,
                 model_usable=lambda: model.breaker.state is not BreakerState.OPEN,
+                on_budget_spent=om.budget_missed("queued"),
             )
             self.stats = collector.stats
             claims = ClaimStore(database)
@@ -145,11 +157,9 @@ class OnlineService:
             def token_reader() -> TokenReader:
                 return database.pool()
 
-            interceptors = (
-                [TokenAuthInterceptor(token_reader, cache_s=o.token_cache_s)]
-                if o.require_token
-                else []
-            )
+            interceptors: list[aio.ServerInterceptor] = [CallMetricsInterceptor(om)]
+            if o.require_token:
+                interceptors.append(TokenAuthInterceptor(token_reader, cache_s=o.token_cache_s))
             server = build_server(servicer, health_servicer, interceptors)
             address = f"{o.host}:{o.port}"
             credentials = server_credentials(o)
@@ -174,9 +184,14 @@ class OnlineService:
                 min_age_s=s.reliability.outbox_min_age_s,
                 batch_items=s.reliability.outbox_batch_items,
                 on_relayed=self.metrics.outbox_relayed_total.inc,
+                on_backlog=self.metrics.outbox_backlog_records.set,
             )
             done = asyncio.Event()
             rel = s.reliability
+            http = HealthServer(s.http.host, s.http.port, self.metrics, self.readiness)
+            await http.start()
+            stack.push_async_callback(http.stop)
+            self.http_port = http.port
             await server.start()
             _log.info("online_started", port=self.port, tls=o.tls, token=o.require_token)
             try:
@@ -202,6 +217,7 @@ class OnlineService:
                         tasks.create_task(watcher.run(done))
                     self.ready.set()
                     await stop.wait()
+                    self._stopping = True
                     _log.info("online_stopping", admitted=moderator.admitted)
                     await health_servicer.enter_graceful_shutdown()
                     await server.stop(self._grace_s)
@@ -215,6 +231,17 @@ class OnlineService:
             finally:
                 await server.stop(None)
             _log.info("online_stopped")
+
+    def readiness(self) -> tuple[bool, str]:
+        """``/readyz``: ready while PostgreSQL answers (a verdict can be made durable; with the
+        model down checks get rules-only verdicts), not before start nor once stopping."""
+        if self._stopping:
+            return False, "stopping"
+        if not self.ready.is_set():
+            return False, "starting"
+        if not self._store_ok:
+            return False, "postgres unavailable"
+        return True, "ready"
 
     async def _watch_health(
         self,
@@ -233,7 +260,7 @@ class OnlineService:
                 model_ok = True
             except InferenceError:
                 model_ok = False
-            store_ok = await claims.ping()
+            store_ok = self._store_ok = await claims.ping()
             if not done.is_set():
                 await set_health(health_servicer, model_ok and store_ok)
             self.metrics.breaker_open.set(int(model.breaker.state is not BreakerState.CLOSED))

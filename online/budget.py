@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Protocol
 
@@ -27,10 +27,12 @@ class ModelClient(Protocol):
 
 
 class BudgetedInference:
-    """``infer`` bounded by :data:`MODEL_DEADLINE` (a spent budget makes no call at all)."""
+    """``infer`` bounded by :data:`MODEL_DEADLINE` (a spent budget makes no call at all);
+    ``on_spent(n)`` hears of each of the ``n`` messages of a call whose budget ran out."""
 
-    def __init__(self, client: ModelClient) -> None:
+    def __init__(self, client: ModelClient, on_spent: Callable[[int], None] | None = None) -> None:
         self._client = client
+        self._on_spent = on_spent
 
     async def infer(self, texts: Sequence[str]) -> InferenceResult:
         deadline = MODEL_DEADLINE.get()
@@ -38,9 +40,15 @@ class BudgetedInference:
             return await self._client.infer(texts)
         remaining = deadline - time.monotonic()
         if remaining <= 0:
+            self._spent(len(texts))
             raise InferenceUnavailable("model budget spent before the call")
         try:
             async with asyncio.timeout(remaining):
                 return await self._client.infer(texts)
         except TimeoutError as exc:
+            self._spent(len(texts))
             raise InferenceUnavailable(f"model budget of {remaining * 1000:.0f} ms spent") from exc
+
+    def _spent(self, messages: int) -> None:
+        if self._on_spent is not None:
+            self._on_spent(messages)

@@ -99,6 +99,7 @@ class Collector:
         queue_items: int,
         min_model_s: float,
         model_usable: Callable[[], bool],
+        on_budget_spent: Callable[[int], None] | None = None,
     ) -> None:
         self._pending: dict[SourcePosition, _Pending] = {}
         self._processor = make_processor(_AnsweringStore(store, self._pending))
@@ -118,6 +119,7 @@ class Collector:
         self._max_in_flight = max_in_flight
         self._min_model_s = min_model_s
         self._model_usable = model_usable
+        self._on_budget_spent = on_budget_spent
         self.stats = CollectorStats()
 
     async def submit(self, work: Work, model_deadline: float) -> asyncio.Future[Verdict]:
@@ -177,6 +179,8 @@ class Collector:
                 live.append(work)
             else:
                 await self._decided.put(work)  # budget spent: the rules-only verdict at once
+        if self._on_budget_spent is not None and len(live) < len(batch.items):
+            self._on_budget_spent(len(batch.items) - len(live))
         if not live:
             return
         deadline = min(self._pending[w.position].model_deadline for w in live)

@@ -14,7 +14,7 @@ from pydantic import Field, model_validator
 
 from common.settings import Section, ServiceSettings
 from pipelines.policy import PolicyThresholds
-from worker.settings import ReliabilitySettings, RulesSettings, TritonSettings
+from worker.settings import HttpSettings, ReliabilitySettings, RulesSettings, TritonSettings
 
 __all__ = ["OnlineSection", "OnlineSettings"]
 
@@ -84,3 +84,6 @@ class OnlineSettings(ServiceSettings):
     policy: PolicyThresholds = PolicyThresholds()
     rules: RulesSettings = RulesSettings()
     reliability: ReliabilitySettings = ReliabilitySettings()
+    http: HttpSettings = HttpSettings(port=18071)
+    """``/metrics``, ``/healthz`` and ``/readyz`` over plain HTTP beside the gRPC port
+    (``MODSTREAM_HTTP__PORT``; 0 picks a free port)."""

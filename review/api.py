@@ -153,10 +153,26 @@ Filter = Annotated[QueueFilter, Depends(_queue_filter)]
 def _register_api(app: FastAPI) -> None:
     @app.get("/metrics", include_in_schema=False)
     async def metrics(svc: Services) -> Response:
-        """Prometheus text exposition; the outbox figures are read now."""
+        """Prometheus text exposition; the outbox and queue figures are read now."""
         svc.metrics.observe_backlog(await svc.relay.backlog())
+        svc.metrics.observe_queues(await svc.queue.depth(), svc.settings.review.queue_targets_s)
         body, content_type = svc.metrics.render()
         return Response(body, media_type=content_type)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> Response:
+        """Alive: the process answers (a liveness probe)."""
+        return Response("ok\n", media_type="text/plain")
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz(svc: Services) -> Response:
+        """Ready: PostgreSQL answers (a readiness probe); 503 otherwise."""
+        try:
+            async with asyncio.timeout(2.0):
+                await svc.pool.fetchval("SELECT 1")
+        except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError):
+            return Response("postgres unavailable\n", status_code=503, media_type="text/plain")
+        return Response("ready\n", media_type="text/plain")
 
     @app.get("/api/me", response_model=UserInfo, tags=["auth"])
     async def me(user: CurrentUser) -> UserInfo:

@@ -5,14 +5,23 @@ on any increase of ``modstream_review_decisions_failed_total``, or on
 ``modstream_review_failed_decisions`` above zero), and the age of the oldest decision still
 waiting for Kafka (alert when it grows: the relay is stuck or Kafka is away). The backlog figures
 are read from the outbox at scrape time, so they are right even if the relay loop is stuck.
+
+The queues, read at scrape time too: unresolved items per queue (``open``, ``claimed``), the age
+of each queue's oldest unresolved item, and each queue's decision target (``review``
+settings), so an alert compares the two without copying the target into the rule. The
+registry also carries the standard process, platform and GC collectors.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge
+from collections.abc import Mapping, Sequence
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge
 from prometheus_client.exposition import generate_latest
 
+from common.metrics_registry import service_registry
 from review.decisions import OutboxBacklog
+from review.schemas import QueueDepth
 
 __all__ = ["ReviewMetrics"]
 
@@ -21,7 +30,7 @@ class ReviewMetrics:
     """One registry per app, so tests and several apps in a process never share counters."""
 
     def __init__(self) -> None:
-        self.registry = r = CollectorRegistry()
+        self.registry = r = service_registry()
         self.decisions_published_total = Counter(
             "modstream_review_decisions_published_total",
             "Decisions published to Kafka by the outbox relay.",
@@ -47,6 +56,34 @@ class ReviewMetrics:
             "Decisions currently marked failed in the outbox, waiting for an admin.",
             registry=r,
         )
+
+        self.queue_items = Gauge(
+            "modstream_review_queue_items",
+            "Unresolved review items by queue and state (open: waiting for a moderator, an "
+            "expired claim included; claimed: held by a live claim).",
+            ["queue", "state"],
+            registry=r,
+        )
+        self.queue_oldest_item_age_seconds = Gauge(
+            "modstream_review_queue_oldest_item_age_seconds",
+            "Age of the queue's oldest unresolved item, claimed or not (0 when empty).",
+            ["queue"],
+            registry=r,
+        )
+        self.queue_target_seconds = Gauge(
+            "modstream_review_queue_target_seconds",
+            "How soon an item of the queue should be decided (review.*_target_s).",
+            ["queue"],
+            registry=r,
+        )
+
+    def observe_queues(self, depths: Sequence[QueueDepth], targets_s: Mapping[str, float]) -> None:
+        for depth in depths:
+            self.queue_items.labels(depth.queue, "open").set(depth.open)
+            self.queue_items.labels(depth.queue, "claimed").set(depth.claimed)
+            self.queue_oldest_item_age_seconds.labels(depth.queue).set(depth.oldest_age_s)
+        for queue, target_s in targets_s.items():
+            self.queue_target_seconds.labels(queue).set(target_s)
 
     def observe_backlog(self, backlog: OutboxBacklog) -> None:
         self.oldest_unpublished_age_seconds.set(backlog.oldest_unpublished_age_s)

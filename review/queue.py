@@ -43,6 +43,7 @@ from review.schemas import (
     DecisionResult,
     ItemContext,
     QueueCount,
+    QueueDepth,
     QueueFilter,
     QueueItem,
     Role,
@@ -53,7 +54,10 @@ from review.schemas import (
 from review.settings import ReviewSettings
 from review.strikes import STRIKE_WEIGHTS
 
-__all__ = ["Conn", "ReviewQueue"]
+__all__ = ["QUEUES", "Conn", "ReviewQueue"]
+
+QUEUES: tuple[str, ...] = ("moderator", "admin")
+"""Every queue an item can be in (``review_items.queue``'s CHECK constraint)."""
 
 # SQL below is assembled only from the constants in this module (noqa: S608); every value
 # arrives as a bind parameter.
@@ -193,6 +197,23 @@ class ReviewQueue:
             user.category_list,
         )
         return [QueueCount(**dict(row)) for row in rows]
+
+    async def depth(self) -> list[QueueDepth]:
+        """Every queue's backlog (both queues, even when empty), whoever may work it."""
+        rows = await self._pool.fetch(
+            f"""
+            SELECT q.queue,
+                   count(r.id) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
+                   count(r.id) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed,
+                   COALESCE(EXTRACT(EPOCH FROM now() - min(r.created_at)), 0)::double precision
+                       AS oldest_age_s
+            FROM unnest($1::text[]) AS q(queue)
+                LEFT JOIN review_items r ON r.queue = q.queue AND r.status <> 'resolved'
+            GROUP BY q.queue
+            ORDER BY q.queue""",  # noqa: S608
+            list(QUEUES),
+        )
+        return [QueueDepth(**dict(row)) for row in rows]
 
     async def my_claims(self, user: User) -> list[QueueItem]:
         """The items the user holds a live claim on."""

@@ -16,6 +16,7 @@ __all__ = [
     "DecisionResult",
     "ItemContext",
     "QueueCount",
+    "QueueDepth",
     "QueueFilter",
     "QueueItem",
     "Role",
@@ -111,6 +112,17 @@ class QueueCount(_Model):
     category: str | None
     open: int
     claimed: int
+
+
+class QueueDepth(_Model):
+    """One queue's backlog over every category, for ``/metrics``."""
+
+    queue: str
+    open: int
+    """Unresolved and not held by a live claim (an expired claim counts as open)."""
+    claimed: int
+    oldest_age_s: float
+    """Age of the oldest unresolved item, claimed or not (0 when there is none)."""
 
 
 class ClaimResult(_Model):

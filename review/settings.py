@@ -62,6 +62,17 @@ class ReviewSettings(Section):
     """A decision Kafka refuses for itself (e.g. too large) is tried this often, then marked
     failed with the reason (kept for an admin) so later decisions are not held behind it."""
 
+    moderator_target_s: float = Field(default=3_600.0, gt=0)
+    """How soon an item of the moderators' queue should be decided: ``/metrics`` exports it
+    beside the queue's oldest item, and the alert rules fire when an item is older."""
+    admin_target_s: float = Field(default=14_400.0, gt=0)
+    """The same for the admins' queue (escalations take longer)."""
+
+    @property
+    def queue_targets_s(self) -> dict[str, float]:
+        """Each queue's decision target in seconds."""
+        return {"moderator": self.moderator_target_s, "admin": self.admin_target_s}
+
     @field_validator("cookie_secure", mode="before")
     @classmethod
     def _boolean_cookie_secure(cls, value: Any) -> Any:

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a Debian machine for modstream: system packages for the local stack
-# (PostgreSQL server, a Java 17+ runtime, Maven) and the project's virtual environment.
+# (PostgreSQL server, a Java 17+ runtime, Maven), Prometheus (its promtool checks the alert
+# rules; `modstream demo --with-prometheus` runs the server) and the project's virtual
+# environment.
 # Quiet when everything is already in place; make targets call it before anything else.
 #
 #   scripts/bootstrap.sh            # install what is missing
@@ -32,6 +34,7 @@ packages=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresql)
 [ "$(java_major)" -ge 17 ] || packages+=(default-jre-headless)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || packages+=(prometheus)
 if [ "${#packages[@]}" -gt 0 ]; then
     say "installing ${packages[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -37,6 +37,7 @@ from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
 from worker.backpressure import Backpressure, FlowAction
 from worker.batcher import Batch, MicroBatcher
 from worker.breaker import BreakerState
+from worker.consumer_lag import ConsumerLagProbe
 from worker.failpoints import Failpoints
 from worker.http import HealthServer
 from worker.inference import InferenceUnavailable, TritonModerationClient
@@ -215,6 +216,7 @@ class Worker:
                 min_age_s=s.reliability.outbox_min_age_s,
                 batch_items=s.reliability.outbox_batch_items,
                 on_relayed=self.metrics.outbox_relayed_total.inc,
+                on_backlog=self.metrics.outbox_backlog_records.set,
             )
             rescorer = Rescorer(
                 inference=inference,
@@ -290,6 +292,12 @@ class Worker:
                 tg.create_task(self._watched("watch_lag", self._watch_lag(done))),
                 tg.create_task(
                     self._watched("watch_breaker", self._watch_breaker(inference, done))
+                ),
+                tg.create_task(
+                    self._watched(
+                        "consumer_lag",
+                        ConsumerLagProbe(source, self._tracker, self.metrics).run(done),
+                    )
                 ),
             ]
             topic = s.kafka.input_topic

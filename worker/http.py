@@ -1,26 +1,35 @@
 """A small HTTP endpoint: ``/metrics`` (Prometheus), ``/healthz`` (alive), ``/readyz`` (ready).
 
 Plain ``asyncio`` streams, GET only, one request per connection: enough for probes and scrapes
-without pulling a web framework into the worker.
+without pulling a web framework into the worker. The online service serves the same endpoint
+beside its gRPC port (its registry, its readiness).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Protocol
 
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
 
-from worker.metrics import Metrics
+__all__ = ["HealthServer", "MetricsSource"]
 
-__all__ = ["HealthServer"]
+
+class MetricsSource(Protocol):
+    """What ``/metrics`` renders: a service's metrics object with its registry."""
+
+    @property
+    def registry(self) -> CollectorRegistry: ...
+
 
 _MAX_REQUEST_LINE_BYTES = 8192
 
 
 class HealthServer:
     def __init__(
-        self, host: str, port: int, metrics: Metrics, ready: Callable[[], tuple[bool, str]]
+        self, host: str, port: int, metrics: MetricsSource, ready: Callable[[], tuple[bool, str]]
     ) -> None:
         self._host = host
         self._port = port

@@ -1,8 +1,15 @@
-"""Every Prometheus metric modstream exports, in one place, prefixed ``modstream_``."""
+"""Every Prometheus metric the worker exports, in one place, prefixed ``modstream_``.
+
+Besides these, each registry carries the standard process, platform and GC collectors
+(``common.metrics_registry``). The online service adds its own on the same registry
+(``online.metrics``); the review service has its own (``review.metrics``).
+"""
 
 from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from common.metrics_registry import service_registry
 
 __all__ = ["PRODUCE_TO_VERDICT_BUCKETS_S", "Metrics", "ReplicaMetrics"]
 
@@ -73,7 +80,7 @@ class Metrics:
     """A registry per worker instance, so tests can run several workers in one process."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry or service_registry()
         r = self.registry
         self.records_total = Counter(
             "modstream_records_total", "Records fetched from Kafka.", registry=r
@@ -164,6 +171,19 @@ class Metrics:
             "How late the event loop ran a 0.5 s timer.",
             registry=r,
         )
+        self.consumer_lag_records = Gauge(
+            "modstream_consumer_lag_records",
+            "Records of an assigned partition not yet durably handled: the partition's end "
+            "offset on the broker minus the next offset this worker would commit.",
+            ["topic", "partition"],
+            registry=r,
+        )
+        self.oldest_in_flight_age_seconds = Gauge(
+            "modstream_oldest_in_flight_age_seconds",
+            "Time since the oldest record fetched and not yet durably handled was fetched "
+            "(0 when none is in flight).",
+            registry=r,
+        )
         self.consumer_paused = Gauge(
             "modstream_consumer_paused",
             "1 while fetching is paused because too many records are in flight.",
@@ -183,6 +203,12 @@ class Metrics:
         self.outbox_relayed_total = Counter(
             "modstream_outbox_relayed_total",
             "Verdicts published again by the outbox relay.",
+            registry=r,
+        )
+        self.outbox_backlog_records = Gauge(
+            "modstream_outbox_backlog_records",
+            "Stored verdicts the last outbox relay round left unpublished (0 when it emptied "
+            "the outbox; while Kafka refuses, at least the page that failed).",
             registry=r,
         )
         self.rules_reloads_total = Counter(

@@ -8,8 +8,9 @@ which the verdict batch store writes in the same transaction that makes them dur
 
 from __future__ import annotations
 
+import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 __all__ = ["OffsetTracker", "PartitionKey"]
@@ -28,14 +29,17 @@ class _PartitionState:
     """One past the highest offset started, the commit point when nothing is pending."""
     sizes: dict[int, int] = field(default_factory=dict)
     """Bytes of each record not yet durable (key plus value), for the memory bound."""
+    started_at: dict[int, float] = field(default_factory=dict)
+    """When each record not yet durable was started (the tracker's clock), for its age."""
 
 
 class OffsetTracker:
     """Per-partition bookkeeping of in-flight records. Not thread-safe; one event loop owns it."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._parts: dict[PartitionKey, _PartitionState] = {}
         self._bytes = 0
+        self._clock = clock
 
     def start(self, key: PartitionKey, offset: int, size_bytes: int = 0) -> None:
         """Register a fetched record of ``size_bytes``. Offsets of one partition must arrive in
@@ -44,6 +48,7 @@ class OffsetTracker:
         if state.next_offset is not None and offset < state.next_offset:
             raise ValueError(f"{key}: offset {offset} is behind {state.next_offset}")
         state.pending.append(offset)
+        state.started_at[offset] = self._clock()
         state.next_offset = offset + 1
         if size_bytes:
             state.sizes[offset] = size_bytes
@@ -60,6 +65,7 @@ class OffsetTracker:
         offsets = list(offsets)
         for offset in offsets:
             self._bytes -= state.sizes.pop(offset, 0)
+            state.started_at.pop(offset, None)
         head = state.pending[0]
         state.durable.update(o for o in offsets if o >= head)
         while state.pending and state.pending[0] in state.durable:
@@ -94,6 +100,16 @@ class OffsetTracker:
     def in_flight_bytes(self) -> int:
         """Bytes of the records started and not yet durable, over every partition."""
         return self._bytes
+
+    def oldest_age_s(self) -> float:
+        """Seconds since the oldest record still in flight was started (0 when none is).
+
+        A partition's oldest record is its first pending offset: offsets start in ascending
+        order, and the head is popped as soon as it is durable."""
+        starts = [
+            state.started_at[state.pending[0]] for state in self._parts.values() if state.pending
+        ]
+        return max(0.0, self._clock() - min(starts)) if starts else 0.0
 
     def forget(self, key: PartitionKey) -> None:
         """Drop a revoked partition's state."""

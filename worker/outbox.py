@@ -49,9 +49,13 @@ class VerdictOutbox:
         min_age_s: float,
         batch_items: int,
         on_relayed: Callable[[int], None] | None = None,
+        on_backlog: Callable[[int], None] | None = None,
     ) -> None:
         self._store = store
         self._on_relayed = on_relayed
+        self._on_backlog = on_backlog
+        self._page = 0
+        """Rows of the page being relayed: what is left behind when its publish fails."""
         self._verdicts_out = verdict_publishing(publisher, verdict_topic, store)
         self._min_age_s = min_age_s
         self._batch_items = batch_items
@@ -69,7 +73,9 @@ class VerdictOutbox:
         )
         if not rows:
             return 0
+        self._page = len(rows)
         await self._verdicts_out.publish(durable_rows(rows))
+        self._page = 0
         if self._on_relayed is not None:
             self._on_relayed(len(rows))
         _log.info("verdicts_relayed", items=len(rows))
@@ -86,6 +92,10 @@ class VerdictOutbox:
             if n < self._batch_items:
                 return total
 
+    def _report_backlog(self, rows: int) -> None:
+        if self._on_backlog is not None:
+            self._on_backlog(rows)
+
     async def run(
         self,
         done: asyncio.Event,
@@ -93,14 +103,20 @@ class VerdictOutbox:
         source_topic: str,
         partitions: Callable[[], Sequence[int]],
     ) -> None:
-        """Relay at start and every ``interval_s`` until ``done``; outages are logged, not fatal."""
+        """Relay at start and every ``interval_s`` until ``done``; outages are logged, not fatal.
+
+        After each round ``on_backlog`` hears how many rows it left unpublished: 0 when it
+        emptied the outbox, else the page whose publish failed (a lower bound)."""
         while not done.is_set():
             owned = list(partitions())
             if owned:
                 try:
                     await self.relay_all(source_topic, owned)
+                    self._report_backlog(0)
                 except (StoreError, PublishDeferred) as exc:
                     _log.warning("outbox_relay_deferred", error=str(exc))
+                    self._report_backlog(self._page)
+                    self._page = 0
             # Until partitions are assigned, look again soon: the first relay runs at start.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s if owned else 0.5)

@@ -60,6 +60,8 @@ class KafkaSource:
         self._epochs: dict[PartitionKey, int] = {}
         self._next_epoch = 0
         self._paused = False
+        self._assigned_at: dict[PartitionKey, int] = {}
+        """The offset each partition was positioned at on assignment (when it was stored)."""
 
     @property
     def paused(self) -> bool:
@@ -136,6 +138,36 @@ class KafkaSource:
                 out.extend((record, epoch) for record in records)
         return out
 
+    async def lag(self) -> dict[PartitionKey, int]:
+        """Records of each assigned partition not yet durably handled: the partition's end
+        offset, asked of the broker (the fetcher's high watermark goes stale while a partition
+        is paused), minus the offset this worker would commit next. A partition with nothing
+        fetched yet counts from where it was positioned (its stored offset, or its beginning).
+        Raises ``KafkaError`` when the broker cannot answer."""
+        consumer = self._consumer
+        keys = sorted(self._assigned)
+        if consumer is None or not keys:
+            return {}
+        ends = await consumer.end_offsets([TopicPartition(t, p) for t, p in keys])
+        starts: dict[PartitionKey, int] = {}
+        unknown: list[TopicPartition] = []
+        for key in keys:
+            point = self._tracker.durable_point(key)
+            if point is None:
+                point = self._assigned_at.get(key)
+            if point is None:
+                unknown.append(TopicPartition(*key))
+            else:
+                starts[key] = point
+        if unknown:
+            for tp, first in (await consumer.beginning_offsets(unknown)).items():
+                starts[(tp.topic, tp.partition)] = first
+        return {
+            (tp.topic, tp.partition): max(0, end - starts[(tp.topic, tp.partition)])
+            for tp, end in ends.items()
+            if (tp.topic, tp.partition) in starts and (tp.topic, tp.partition) in self._assigned
+        }
+
     async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
         """Commit ``points`` for partitions still assigned; best effort (Postgres is the truth)."""
         if self._consumer is None or self._rebalancing:
@@ -173,6 +205,7 @@ class KafkaSource:
         for key in keys:
             self._tracker.forget(key)
             self._assigned.discard(key)
+            self._assigned_at.pop(key, None)
 
     async def _assigned_offsets(self, topic: str, partitions: list[int]) -> dict[int, int]:
         attempt = 0
@@ -197,9 +230,11 @@ class KafkaSource:
                     self._tracker.forget(key)
                     # Always seek: records the fetcher returned before this point (from Kafka's
                     # committed position) were dropped by ``owns()`` and are read again here.
+                    self._assigned_at.pop(key, None)
                     if self._consumer is not None:
                         if partition in stored:
                             self._consumer.seek(tp, stored[partition])
+                            self._assigned_at[key] = stored[partition]
                         else:
                             await self._consumer.seek_to_beginning(tp)
                     if self._consumer is not None and self._paused:

@@ -32,7 +32,7 @@ CHECK_MANY = "/modstream.v1.ModerationService/CheckMessages"
 
 
 def online_settings_for(database: str, topics: dict[str, str], **online: Any) -> OnlineSettings:
-    """OnlineSettings on this test's database and topics, a free port and quick loops."""
+    """OnlineSettings on this test's database and topics, free ports and quick loops."""
     base = OnlineSettings()
     section = {"port": 0, "health_interval_s": 0.3, **online}
     return base.model_copy(
@@ -40,6 +40,7 @@ def online_settings_for(database: str, topics: dict[str, str], **online: Any) ->
             "kafka": base.kafka.model_copy(update=topics),
             "postgres": base.postgres.model_copy(update={"dsn": SecretStr(database)}),
             "online": base.online.model_copy(update=section),
+            "http": base.http.model_copy(update={"port": 0}),
             "reliability": base.reliability.model_copy(
                 update={"rescore_interval_s": 0.3, "outbox_interval_s": 0.3}
             ),

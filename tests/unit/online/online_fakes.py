@@ -6,7 +6,8 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from online.collector import Collector
+from online.collector import Collector, Processor
+from online.metrics import ObservedProcessor, OnlineMetrics
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset
@@ -101,13 +102,16 @@ def make_collector(
     max_wait_s: float = 0.05,
     model_usable: bool = True,
     min_model_s: float = 0.0,
+    metrics: OnlineMetrics | None = None,
 ) -> Collector:
-    """A collector over the daemon's real BatchProcessor with the fakes above."""
+    """A collector over the daemon's real BatchProcessor with the fakes above; given
+    ``metrics``, wired to them as ``online.app`` wires the service's."""
     from online.budget import BudgetedInference
 
-    def make_processor(answering: BatchStore) -> BatchProcessor:
-        return BatchProcessor(
-            inference=BudgetedInference(model),
+    def make_processor(answering: BatchStore) -> Processor:
+        on_spent = metrics.budget_missed("inference") if metrics else None
+        processor = BatchProcessor(
+            inference=BudgetedInference(model, on_spent),
             store=answering,
             outbox=store,
             publisher=publisher,
@@ -118,6 +122,7 @@ def make_collector(
             metrics=Metrics(),
             give_up=asyncio.Event(),
         )
+        return processor if metrics is None else ObservedProcessor(processor, metrics)
 
     return Collector(
         store=store,
@@ -128,6 +133,7 @@ def make_collector(
         queue_items=100,
         min_model_s=min_model_s,
         model_usable=lambda: model_usable,
+        on_budget_spent=metrics.budget_missed("queued") if metrics else None,
     )
 
 

@@ -177,6 +177,9 @@ class FakeSource:
     def partitions_of(self, topic: str) -> list[int]:
         return [0]
 
+    async def lag(self) -> dict[PartitionKey, int]:
+        return {}
+
     async def commit(self, points: dict[PartitionKey, int | None]) -> None:
         self.commits.append(dict(points))
 

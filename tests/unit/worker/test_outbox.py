@@ -75,3 +75,29 @@ async def test_failed_publish_marks_nothing() -> None:
     with pytest.raises(PublishDeferred):
         await outbox.relay_once()
     assert store.marked == []
+
+
+async def test_each_round_reports_the_rows_it_left_unpublished() -> None:
+    """A round against a broker that refuses reports the failed page (3 rows) as the backlog;
+    the next round, with the broker back, publishes them and reports 0."""
+    import asyncio
+
+    store = FakeStore([_row(i) for i in range(3)])
+    publisher = FakePublisher(fail=True)
+    backlog: list[int] = []
+    done = asyncio.Event()
+
+    def report(rows: int) -> None:
+        backlog.append(rows)
+        done.set()  # one round per run below
+
+    outbox = VerdictOutbox(
+        store, publisher, "moderation.verdicts", min_age_s=0, batch_items=10, on_backlog=report
+    )
+    await asyncio.wait_for(outbox.run(done, 0.01, "chat.messages", lambda: [1]), 5)
+    assert backlog == [3]
+    publisher.fail = False
+    done.clear()
+    await asyncio.wait_for(outbox.run(done, 0.01, "chat.messages", lambda: [1]), 5)
+    assert backlog == [3, 0]
+    assert len(store.marked) == 3
