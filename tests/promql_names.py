@@ -20,8 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from common.settings import project_root
 
 __all__ = [
+    "ADAPTER_RULES",
     "ALERTS",
     "DASHBOARD",
+    "adapter_expressions",
     "alert_names",
     "dashboard_expressions",
     "exported_names",
@@ -33,6 +35,12 @@ __all__ = [
 MONITORING = project_root() / "deploy" / "k8s" / "base" / "monitoring"
 ALERTS = MONITORING / "alerts.yml"
 DASHBOARD = MONITORING / "dashboard.json"
+ADAPTER_RULES = MONITORING / "prometheus-adapter-rules.yaml"
+_ADAPTER_TEMPLATES = {
+    "<<.LabelMatchers>>": 'namespace="modstream",pod="triton-0"',
+    "<<.GroupBy>>": "pod",
+}
+"""What prometheus-adapter puts in its query templates for one pod."""
 
 _SUFFIXES = {
     "counter": ("_total", "_created"),
@@ -75,6 +83,21 @@ def dashboard_expressions(path: Path = DASHBOARD) -> dict[str, str]:
             visit(panel.get("panels", []))
 
     visit(document["panels"])
+    return found
+
+
+def adapter_expressions(path: Path = ADAPTER_RULES) -> dict[str, str]:
+    """Each prometheus-adapter rule's series query and metrics query, templates filled in as
+    the adapter fills them for one pod."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    found: dict[str, str] = {}
+    for rule in document["rules"]:
+        name = rule["name"]["as"]
+        query = str(rule["metricsQuery"])
+        for template, value in _ADAPTER_TEMPLATES.items():
+            query = query.replace(template, value)
+        found[f"adapter {name} / seriesQuery"] = str(rule["seriesQuery"])
+        found[f"adapter {name} / metricsQuery"] = query
     return found
 
 

@@ -1,4 +1,5 @@
-"""Every metric the alert rules and the dashboard name is exported by a live service.
+"""Every metric the alert rules, the dashboard and the prometheus-adapter rule name is exported
+by a live service.
 
 A ``modstream worker``, a ``modstream online`` and a ``modstream review serve`` process run on
 this test's database and topics beside the stack's Triton; their ``/metrics`` (and Triton's)
@@ -22,6 +23,7 @@ from stack.samples import produce, sample_stream
 from stack.settings import StackToolSettings
 from tests.integration.conftest import free_ports, wait_until
 from tests.promql_names import (
+    adapter_expressions,
     dashboard_expressions,
     exported_names,
     recorded_names,
@@ -148,7 +150,11 @@ async def test_rules_and_dashboard_name_only_exported_metrics(
     offered = set().union(*scraped.values()) | recorded_names()
     wanted = {
         where: selector_names(expression)
-        for where, expression in {**rule_expressions(), **dashboard_expressions()}.items()
+        for where, expression in {
+            **rule_expressions(),
+            **dashboard_expressions(),
+            **adapter_expressions(),
+        }.items()
     }
     missing = {where: sorted(names - offered) for where, names in wanted.items() if names - offered}
     assert missing == {}, "metrics no service exports"

@@ -13,6 +13,7 @@ import yaml
 from tests.promql_names import (
     ALERTS,
     DASHBOARD,
+    adapter_expressions,
     alert_names,
     dashboard_expressions,
     recorded_names,
@@ -85,7 +86,7 @@ def test_every_query_parses_and_names_its_metrics() -> None:
     """Each rule and dashboard expression is valid PromQL whose selectors all name a metric of
     ours (``modstream_``), Triton's (``nv_``) or a recording rule's."""
     recorded = recorded_names()
-    expressions = {**rule_expressions(), **dashboard_expressions()}
+    expressions = {**rule_expressions(), **dashboard_expressions(), **adapter_expressions()}
     assert len(expressions) > 20
     for where, expression in expressions.items():
         names = selector_names(expression)
@@ -115,6 +116,18 @@ def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
         "modstream_review_queue_oldest_item_age_seconds",
     } <= shown
     assert DASHBOARD.is_file()
+
+
+def test_the_adapter_rule_reads_tritons_queue_and_request_counters() -> None:
+    """The prometheus-adapter rule behind the Triton HPA divides Triton's queue time by its
+    successful requests, with the templates filled in as the adapter does."""
+    queries = adapter_expressions()
+    assert "<<" not in "".join(queries.values())
+    metrics = queries["adapter triton_queue_seconds_per_request / metricsQuery"]
+    assert selector_names(metrics) == {
+        "nv_inference_queue_duration_us",
+        "nv_inference_request_success",
+    }
 
 
 def test_a_selector_without_a_metric_name_is_refused() -> None:
