@@ -7,17 +7,23 @@ every produced record has a verdict or a dead letter, and prints what happened a
 ``--secure`` runs the same over SASL_SSL: the broker also serves its SCRAM-SHA-512 listener
 (``stack.kafka_secure``; a broker running without it is restarted with it), and the worker, the
 producer and the offset look-ups all log in there with the stack's ``client.env`` credentials.
+
+``--with-prometheus`` also runs Debian's Prometheus scraping the worker every second
+(``stack.prometheus``, with the project's alert rules loaded) and, once every record is handled,
+prints a few PromQL answers: the verdict rate, the consumer lag, produce-to-verdict p99.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import signal
 import sys
 import time
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +34,7 @@ from common.settings import KafkaSettings
 from review.settings import ReviewServiceSettings, ReviewSettings
 from stack.kafka_secure import SecureListener, secure_kafka_settings
 from stack.kafka_tools import end_offsets
+from stack.prometheus import PrometheusServer, QueryError, query
 from stack.samples import produce, sample_stream
 from stack.settings import StackToolSettings
 from worker.settings import HttpSettings, WorkerSettings
@@ -101,6 +108,7 @@ async def _run_demo(
     log_path: Path,
     *,
     secure: bool = False,
+    with_prometheus: bool = False,
 ) -> int:
     from stack.local_stack import LocalStack
 
@@ -122,6 +130,12 @@ async def _run_demo(
     applied = await migrate(settings)
     print(f"    applied: {applied or 'none needed'}")
 
+    prometheus: PrometheusServer | None = None
+    if with_prometheus:
+        target = f"{worker_http.host}:{worker_http.port}"
+        prometheus = PrometheusServer(settings.stack, [target])
+        await asyncio.to_thread(prometheus.start)
+        print(f"    Prometheus at {prometheus.url} scrapes the worker at {target} every second")
     print(f"3/5 starting the worker (log: {log_path})...", flush=True)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
@@ -137,6 +151,9 @@ async def _run_demo(
     http = f"http://{worker_http.host}:{worker_http.port}"
     try:
         await _wait_ready(f"{http}/readyz", worker, 180.0)
+        if prometheus is not None:
+            # Counters scraped before the first record make rates start from zero.
+            await _wait_scraped(prometheus.url)
         topic = settings.kafka.input_topic
         before = await end_offsets(kafka, topic)
         records = list(
@@ -167,9 +184,13 @@ async def _run_demo(
         finally:
             await conn.close()
         metrics = await asyncio.to_thread(_scrape, f"{http}/metrics")
+        if prometheus is not None:
+            metrics += "\n" + await _promql_summary(prometheus.url, expected)
     finally:
         worker.send_signal(signal.SIGTERM)
         code = await asyncio.wait_for(worker.wait(), 60)
+        if prometheus is not None:
+            await asyncio.to_thread(prometheus.stop)
     print(metrics)
     print(f"\nworker stopped cleanly (exit {code})." if code == 0 else f"\nworker exit {code}")
     _print_next_steps(settings, review, http)
@@ -200,6 +221,67 @@ async def _print_summary(
     print(f"escalations sent to human review: {total_esc}")
     print(f"dead letters: {sum(dead.values())} " + str(dict(sorted(dead.items()))))
     print("models used: " + (", ".join(f"{n} v{v}" for n, v in sorted(models)) or "none"))
+
+
+_PROMQL = (
+    (
+        "records handled per second (peak 5 s window)",
+        "max_over_time(sum(rate(modstream_records_total[5s]))[5m:1s])",
+    ),
+    ("verdicts by decision", "sum by (decision) (modstream_verdicts_total)"),
+    ("consumer lag (records, all partitions)", "sum(modstream_consumer_lag_records)"),
+    ("recorded lag per topic", "modstream:consumer_lag_records:sum"),
+    (
+        "produce-to-verdict p99 (s), last 60 s",
+        "histogram_quantile(0.99, sum by (le) "
+        "(rate(modstream_produce_to_verdict_seconds_bucket[60s])))",
+    ),
+)
+
+
+def _sample_text(labels: Mapping[str, str], value: float) -> str:
+    shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items()) if k != "__name__")
+    return f"{shown} {value:.4g}" if shown else f"{value:.4g}"
+
+
+async def _wait_scraped(url: str, timeout_s: float = 30.0) -> None:
+    """Until Prometheus has scraped the worker once (``up`` is 1)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(QueryError):
+            if any(s.value == 1 for s in await asyncio.to_thread(query, url, "up")):
+                return
+        await asyncio.sleep(0.5)
+    print(f"    Prometheus has not scraped the worker within {timeout_s:.0f} s; going on")
+
+
+async def _promql_summary(url: str, expected: int, timeout_s: float = 30.0) -> str:
+    """Once Prometheus has scraped every verdict and a lag figure, a few queries' answers."""
+    wanted = (
+        "(sum(modstream_verdicts_total) or vector(0))"
+        f" + (sum(modstream_dead_letters_total) or vector(0)) >= {expected}"
+    )
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            caught_up = await asyncio.to_thread(query, url, wanted)
+            lag = await asyncio.to_thread(query, url, "count(modstream_consumer_lag_records)")
+        except QueryError as exc:
+            return f"Prometheus queries failed: {exc}"
+        if (caught_up and lag) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(1.0)
+    lines = [f"\nPromQL at {url} (the worker scraped every second):"]
+    for title, promql in _PROMQL:
+        try:
+            samples = await asyncio.to_thread(query, url, promql)
+        except QueryError as exc:
+            lines.append(f"    {title}: error {exc}")
+            continue
+        answer = ", ".join(_sample_text(s.labels, s.value) for s in samples)
+        lines.append(f"    {title}: {answer or 'no data'}")
+        lines.append(f"        {promql}")
+    return "\n".join(lines)
 
 
 def _scrape(url: str) -> str:
@@ -233,7 +315,15 @@ def _run(args: argparse.Namespace) -> int:
     review = ReviewServiceSettings().review
     log_path = settings.stack.state_dir / "worker" / "demo-worker.log"
     return asyncio.run(
-        _run_demo(settings, worker_http, review, args.messages, log_path, secure=args.secure)
+        _run_demo(
+            settings,
+            worker_http,
+            review,
+            args.messages,
+            log_path,
+            secure=args.secure,
+            with_prometheus=args.with_prometheus,
+        )
     )
 
 
@@ -246,5 +336,10 @@ def register(subparsers: Any) -> None:
         "--secure",
         action="store_true",
         help="serve and use the broker's SASL_SSL listener (SCRAM-SHA-512, throw-away CA)",
+    )
+    parser.add_argument(
+        "--with-prometheus",
+        action="store_true",
+        help="also run Debian's Prometheus scraping the worker, and print PromQL results",
     )
     parser.set_defaults(handler=_run)

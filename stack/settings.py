@@ -33,6 +33,8 @@ class StackSettings(Section):
     triton_http_port: int = 18000
     triton_grpc_port: int = 18001
     triton_metrics_port: int = 18002
+    prometheus_port: int = 19090
+    """Where ``modstream demo --with-prometheus`` serves Prometheus (``stack.prometheus``)."""
     model_repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
     partitions: int = 4
 
