@@ -16,6 +16,10 @@ CREATE ROLE modstream_review NOLOGIN;
 CREATE ROLE modstream_online NOLOGIN;
 CREATE ROLE modstream_analyst NOLOGIN;
 CREATE ROLE modstream_migrator LOGIN CREATEROLE PASSWORD :'migrator' IN ROLE modstream_owner;
+-- The migrations grant memberships between the groups (0040: modstream_worker to
+-- modstream_online); since PostgreSQL 16 that needs ADMIN on the granted role.
+GRANT modstream_owner, modstream_worker, modstream_review, modstream_online, modstream_analyst
+    TO modstream_migrator WITH ADMIN OPTION;
 CREATE ROLE modstream_worker_login LOGIN PASSWORD :'worker' IN ROLE modstream_worker;
 CREATE ROLE modstream_review_login LOGIN PASSWORD :'review' IN ROLE modstream_review;
 CREATE ROLE modstream_online_login LOGIN PASSWORD :'online' IN ROLE modstream_online;
