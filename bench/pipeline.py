@@ -368,7 +368,7 @@ def real_triton(repository: Path) -> Iterator[str]:
     encoder = repository / "encoder" / "1" / "model.onnx"
     if not encoder.is_file():
         raise RuntimeError(f"{encoder} is missing (run `modstream models build`)")
-    ports = _free_ports(3)
+    ports = free_ports(3)
     state = StackSettings().state_dir / "bench-real-triton"
     with contextlib.ExitStack() as stack:
         try:
@@ -380,7 +380,8 @@ def real_triton(repository: Path) -> Iterator[str]:
         yield server.endpoint
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct loopback ports that were free a moment ago."""
     import socket
 
     sockets = [socket.socket() for _ in range(count)]

@@ -25,7 +25,7 @@ from pathlib import Path
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.pipeline import chat_records
+from bench.pipeline import chat_records, free_ports
 from common.settings import project_root
 from stack import private_triton
 from stack.settings import StackSettings
@@ -93,19 +93,6 @@ async def measure(
     )
 
 
-def _free_ports(count: int) -> list[int]:
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.triton_queue", description=__doc__)
     parser.add_argument("--repository", type=Path, default=project_root() / "model_repository")
@@ -115,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     batch_items = WorkerSettings().batch.max_items
     records = chat_records(args.messages, seed=2026, prefix="tq")
     texts = [str(orjson.loads(r.value)["text"]) for r in records]
-    http, grpc, metrics = _free_ports(3)
+    http, grpc, metrics = free_ports(3)
     state = StackSettings().state_dir / "bench-triton-queue"
     with private_triton(args.repository.resolve(), state, (http, grpc, metrics)) as server:
         metrics_url = f"http://127.0.0.1:{metrics}/metrics"
