@@ -1,8 +1,8 @@
 """deploy/k8s: both overlays render with kustomize, every object passes the vendored Kubernetes
-and KEDA schemas, and the manifests keep the promises of issue 24's point 1 (probes, drain
-time, non-root, read-only root, resources, secrets by reference, one database role per
-service, rules hot-reloaded from a ConfigMap, disruption budgets, network exposure) and 2
-(replicas never above the partition count, the HPA on the adapter's metric)."""
+and KEDA schemas, and the manifests keep their promises (deploy/k8s/README.md): probes, drain
+time, non-root, read-only root, resources, secrets by reference, one database role per service,
+rules hot-reloaded from a ConfigMap, disruption budgets, network exposure; workers never above
+the partition count, the Triton HPA on the adapter's metric."""
 
 from __future__ import annotations
 
