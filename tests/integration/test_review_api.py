@@ -687,3 +687,66 @@ async def test_metrics_show_the_age_of_the_oldest_unpublished_decision(
     metrics = (await client.get("/metrics")).text
     assert _metric(metrics, "modstream_review_oldest_unpublished_decision_age_seconds") >= 1.0
     assert _metric(metrics, "modstream_review_failed_decisions") == 0.0
+
+
+def _labelled(text: str, name: str, **labels: str) -> float:
+    """The value of the series ``name{labels}`` in an exposition (labels in any order)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return float(sample.value)
+    raise AssertionError(f"{name}{labels} not exported")
+
+
+async def test_metrics_show_each_queues_depth_oldest_item_and_target(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """Two open items and a claimed one in the moderators' queue, a decided one that no longer
+    counts, an empty admins' queue: /metrics gives each queue's open and claimed counts, the age
+    of its oldest unresolved item (the claimed one included) and its decision target."""
+    headers = _auth(await _token(pool, "hana"))
+    await seed(pool, age_s=30)
+    await seed(pool, age_s=5)
+    claimed = await seed(pool, age_s=300)
+    decided = await seed(pool, age_s=5_000)
+    await _decide(client, headers, decided, "handled")
+    assert (await client.post(f"/api/items/{claimed}/claim", headers=headers)).status_code == 200
+    metrics = (await client.get("/metrics")).text
+    items = "modstream_review_queue_items"
+    assert _labelled(metrics, items, queue="moderator", state="open") == 2
+    assert _labelled(metrics, items, queue="moderator", state="claimed") == 1
+    assert _labelled(metrics, items, queue="admin", state="open") == 0
+    oldest = "modstream_review_queue_oldest_item_age_seconds"
+    assert 300 <= _labelled(metrics, oldest, queue="moderator") < 1_000
+    assert _labelled(metrics, oldest, queue="admin") == 0
+    target = "modstream_review_queue_target_seconds"
+    assert _labelled(metrics, target, queue="moderator") == 3_600
+    assert _labelled(metrics, target, queue="admin") == 14_400
+
+
+async def test_health_and_readiness_answer_for_the_probes(client: httpx.AsyncClient) -> None:
+    """/healthz and /readyz (PostgreSQL answers) are 200 without a token: the probes' paths."""
+    assert (await client.get("/healthz")).status_code == 200
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.text == "ready\n"
+
+
+async def test_readiness_fails_while_postgresql_cannot_answer(
+    db_settings: ReviewServiceSettings, publisher: MemoryPublisher
+) -> None:
+    """With its pool unusable (closed here, as after losing PostgreSQL), /readyz answers 503 and
+    /healthz still 200: the pod leaves the Service's endpoints but is not restarted."""
+    broken = await asyncpg.create_pool(db_settings.postgres.dsn.get_secret_value(), min_size=1)
+    await broken.close()
+    app = create_app(db_settings, pool=broken, publisher=publisher)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://r.test") as http,
+    ):
+        ready = await http.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.text == "postgres unavailable\n"
+        assert (await http.get("/healthz")).status_code == 200
