@@ -10,7 +10,8 @@ producer and the offset look-ups all log in there with the stack's ``client.env`
 
 ``--with-prometheus`` also runs Debian's Prometheus scraping the worker every second
 (``stack.prometheus``, with the project's alert rules loaded) and, once every record is handled,
-prints a few PromQL answers: the verdict rate, the consumer lag, produce-to-verdict p99.
+prints a few PromQL answers: the verdict rate, verdicts by decision, the consumer lag,
+produce-to-verdict p99.
 """
 
 from __future__ import annotations
@@ -225,10 +226,10 @@ async def _print_summary(
 
 _PROMQL = (
     (
-        "records handled per second (peak 5 s window)",
-        "max_over_time(sum(rate(modstream_records_total[5s]))[5m:1s])",
+        "verdicts per second (peak 5 s window)",
+        "max_over_time(sum(rate(modstream_verdicts_total[5s]))[5m:1s])",
     ),
-    ("verdicts by decision", "sum by (decision) (modstream_verdicts_total)"),
+    ("verdicts by decision", "sum by (decision) (modstream_verdicts_total) > 0"),
     ("consumer lag (records, all partitions)", "sum(modstream_consumer_lag_records)"),
     ("recorded lag per topic", "modstream:consumer_lag_records:sum"),
     (
@@ -291,7 +292,7 @@ def _scrape(url: str) -> str:
             text = response.read().decode()
     except OSError:
         return "(metrics unavailable)"
-    lines = [ln for ln in text.splitlines() if ln.startswith(wanted)]
+    lines = [ln for ln in text.splitlines() if ln.startswith(wanted) and not ln.endswith(" 0.0")]
     return "\nworker metrics (excerpt):\n    " + "\n    ".join(lines)
 
 

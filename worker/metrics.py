@@ -10,6 +10,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from common.metrics_registry import service_registry
+from pipelines.verdict import DecidedBy, Decision
 
 __all__ = ["PRODUCE_TO_VERDICT_BUCKETS_S", "Metrics", "ReplicaMetrics"]
 
@@ -97,6 +98,11 @@ class Metrics:
             ["decision", "decided_by"],
             registry=r,
         )
+        # Every decision and stage from zero, so a rate over a window that saw a series appear
+        # counts its first verdicts too (Prometheus cannot see the increase to a first sample).
+        for decision in Decision:
+            for decided_by in DecidedBy:
+                self.verdicts_total.labels(decision.value, decided_by.value)
         self.escalations_total = Counter(
             "modstream_escalations_total", "Verdicts sent to human review.", registry=r
         )

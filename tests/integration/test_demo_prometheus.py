@@ -14,7 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 async def test_the_demo_prints_promql_answers_from_a_real_prometheus() -> None:
-    """The demo exits 0 and its PromQL block reports a records rate above zero, zero lag once
+    """The demo exits 0 and its PromQL block reports a verdict rate above zero, zero lag once
     every record is handled, and verdict counts by decision that add up to the demo's own
     verdict table."""
     process = await asyncio.create_subprocess_exec(
@@ -33,7 +33,7 @@ async def test_the_demo_prints_promql_answers_from_a_real_prometheus() -> None:
     text = out.decode()
     assert process.returncode == 0, text[-3000:]
     block = text.split("PromQL at ", 1)[1]
-    rate = re.search(r"records handled per second \(peak 5 s window\): ([0-9.e+]+)", block)
+    rate = re.search(r"verdicts per second \(peak 5 s window\): ([0-9.e+]+)", block)
     assert rate is not None, block
     assert float(rate.group(1)) > 0, block
     assert "consumer lag (records, all partitions): 0\n" in block
