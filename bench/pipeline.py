@@ -67,10 +67,10 @@ from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from stack import private_triton
 from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings
-from worker.inference import TritonModerationClient
 from worker.settings import WorkerSettings
 from worker.stores.database import Database
 from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from worker.triton import TritonModerationClient
 
 _PARTITIONS = 4
 _BENCH_HTTP_PORT = 18089

@@ -29,8 +29,8 @@ from bench.pipeline import chat_records, free_ports
 from common.settings import project_root
 from stack import private_triton
 from stack.settings import StackSettings
-from worker.inference import TritonModerationClient
 from worker.settings import TritonSettings, WorkerSettings
+from worker.triton import TritonModerationClient
 
 __all__ = ["TritonLoad", "measure"]
 

@@ -27,13 +27,12 @@ Handler = Callable[[argparse.Namespace], int]
 
 COMMAND_MODULES: tuple[str, ...] = (
     "admin.migrate",
-    "worker.app",
+    "worker.command",
     "stack.demo",
     "review.command",
     "admin.retention",
     "stack.command",
     "modelbuild.command",
-    "worker.rescore",
     "online.command",
 )
 

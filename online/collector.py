@@ -1,13 +1,13 @@
 """The server-side batch collector: concurrent checks become one model request, then one write.
 
 Each check hands its decoded, rule-evaluated record (the daemon's ``Work``) to :meth:`submit` and
-awaits the returned future. Model work goes to a ``MicroBatcher`` that closes a batch at
-``max_items``, after ``max_wait_s``, or at once when the model has no request in flight; rule
-blocks, and every message while the circuit breaker is open, go to a second batcher that never
-waits for the model. Closed batches run through the daemon's own ``BatchProcessor`` (infer,
-decide, one PostgreSQL transaction with escalations and pending texts, publish after durable),
-at most ``max_in_flight`` model batches at once. A future is answered when its verdict row is
-durable: the processor's store is wrapped so that each stored verdict resolves its future.
+awaits the returned future. Model work goes to the daemon's ``model`` lane (``worker.dispatch``),
+whose batch closes at ``max_items``, after ``max_wait_s``, or at once when the model has no
+request in flight; rule blocks, and every message while the circuit breaker is open, go to a
+``decided`` lane that never waits for the model. Closed batches run through the daemon's own
+``BatchProcessor`` (infer, decide, one PostgreSQL transaction with escalations and pending texts,
+publish after durable), at most ``max_in_flight`` batches per lane at once. A future is answered
+when its verdict row is durable: the processor's acknowledger is ``online.answers``.
 
 A model batch runs under the earliest model deadline of its messages (``online.budget``);
 messages whose budget is already spent when the batch starts skip the model and get the
@@ -23,13 +23,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from common.logs import get_logger
+from online.answers import PendingAnswers
 from online.budget import MODEL_DEADLINE
-from online.errors import NotDecided
-from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
-from worker.batcher import Batch, MicroBatcher
-from worker.processing import BatchStore, Work
-from worker.stores.verdict_batches import VerdictBatch
+from worker.batcher import Batch
+from worker.dispatch import Dispatcher
+from worker.work import Work
 
 __all__ = ["Collector", "CollectorStats", "Processor"]
 
@@ -47,12 +46,6 @@ class Processor(Protocol):
 
 
 @dataclass(slots=True)
-class _Pending:
-    model_deadline: float
-    answer: asyncio.Future[Verdict]
-
-
-@dataclass(slots=True)
 class CollectorStats:
     """Model batches run and the messages they carried (the mean coalesced batch size)."""
 
@@ -66,33 +59,12 @@ class CollectorStats:
         return self.model_items / self.model_batches if self.model_batches else 0.0
 
 
-class _AnsweringStore:
-    """The processor's store: writes the batch, then answers each stored verdict's future."""
-
-    def __init__(self, inner: BatchStore, pending: dict[SourcePosition, _Pending]) -> None:
-        self._inner = inner
-        self._pending = pending
-
-    async def write(self, batch: VerdictBatch) -> None:
-        await self._inner.write(batch)
-        for verdict in batch.verdicts:
-            waiting = self._pending.pop(verdict.position, None)
-            if waiting is not None and not waiting.answer.done():
-                waiting.answer.set_result(verdict)
-
-
-def _observe(future: asyncio.Future[Verdict]) -> None:
-    """Mark an answer's outcome as seen (its caller may have gone: deadline, cancellation)."""
-    if not future.cancelled():
-        future.exception()
-
-
 class Collector:
     def __init__(
         self,
         *,
-        store: BatchStore,
-        make_processor: Callable[[BatchStore], Processor],
+        answers: PendingAnswers,
+        processor: Processor,
         max_items: int,
         max_wait_s: float,
         max_in_flight: int,
@@ -101,22 +73,24 @@ class Collector:
         model_usable: Callable[[], bool],
         on_budget_spent: Callable[[int], None] | None = None,
     ) -> None:
-        self._pending: dict[SourcePosition, _Pending] = {}
-        self._processor = make_processor(_AnsweringStore(store, self._pending))
-        self._running = {"model": 0, "decided": 0}
-        self._model: MicroBatcher[Work] = MicroBatcher(
-            max_items,
-            max_wait_s,
+        self._answers = answers
+        self._processor = processor
+        self._model: Dispatcher[Work] = Dispatcher(
+            "model",
+            self._run_model,
+            slots=max_in_flight,
+            max_items=max_items,
+            max_wait_s=max_wait_s,
             queue_items=queue_items,
-            idle=lambda: self._running["model"] == 0,
         )
-        self._decided: MicroBatcher[Work] = MicroBatcher(
-            max_items,
-            _DECIDED_WAIT_S,
+        self._decided: Dispatcher[Work] = Dispatcher(
+            "decided",
+            self._run_decided,
+            slots=max_in_flight,
+            max_items=max_items,
+            max_wait_s=_DECIDED_WAIT_S,
             queue_items=queue_items,
-            idle=lambda: self._running["decided"] == 0,
         )
-        self._max_in_flight = max_in_flight
         self._min_model_s = min_model_s
         self._model_usable = model_usable
         self._on_budget_spent = on_budget_spent
@@ -127,11 +101,7 @@ class Collector:
         row is durable, or fails with ``NotDecided``. It outlives a cancelled caller."""
         if work.message is None or work.outcome is None:
             raise ValueError(f"record {work.position} is not decoded and evaluated")
-        if work.position in self._pending:
-            raise ValueError(f"record {work.position} is already being decided")
-        answer: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
-        answer.add_done_callback(_observe)
-        self._pending[work.position] = _Pending(model_deadline, answer)
+        answer = self._answers.expect(work.position, model_deadline)
         if work.outcome.is_decisive or not self._model_usable():
             await self._decided.put(work)
         else:
@@ -141,49 +111,29 @@ class Collector:
     async def run(self) -> None:
         """Run batches until :meth:`close` and every queued message is answered."""
         async with asyncio.TaskGroup() as group:
-            group.create_task(self._dispatch("model", self._model, self._run_model))
-            group.create_task(self._dispatch("decided", self._decided, self._run_decided))
+            group.create_task(self._model.run())
+            group.create_task(self._decided.run())
 
     async def close(self) -> None:
         """Stop taking batches once what is queued has been run."""
         await self._model.close()
         await self._decided.close()
 
-    async def _dispatch(
-        self,
-        kind: str,
-        batcher: MicroBatcher[Work],
-        handle: Callable[[Batch[Work]], Awaitable[None]],
-    ) -> None:
-        slots = asyncio.Semaphore(self._max_in_flight)
-
-        async def run_one(batch: Batch[Work]) -> None:
-            try:
-                await handle(batch)
-            finally:
-                self._running[kind] -= 1
-                slots.release()
-
-        async with asyncio.TaskGroup() as batches:
-            async for batch in batcher.batches():
-                await slots.acquire()
-                self._running[kind] += 1  # counted from creation: the batcher sees it busy
-                batches.create_task(run_one(batch))
-
     async def _run_model(self, batch: Batch[Work]) -> None:
         now = time.monotonic()
         live: list[Work] = []
+        deadline = float("inf")
         for work in batch.items:
-            waiting = self._pending.get(work.position)
-            if waiting is not None and waiting.model_deadline - now >= self._min_model_s:
+            waiting = self._answers.model_deadline(work.position)
+            if waiting is not None and waiting - now >= self._min_model_s:
                 live.append(work)
+                deadline = min(deadline, waiting)
             else:
                 await self._decided.put(work)  # budget spent: the rules-only verdict at once
         if self._on_budget_spent is not None and len(live) < len(batch.items):
             self._on_budget_spent(len(batch.items) - len(live))
         if not live:
             return
-        deadline = min(self._pending[w.position].model_deadline for w in live)
         self.stats.model_batches += 1
         self.stats.model_items += len(live)
         token = MODEL_DEADLINE.set(deadline)
@@ -207,7 +157,4 @@ class Collector:
             await handle(batch)
         except Exception as exc:
             _log.error("online_batch_failed", error_type=type(exc).__name__, items=len(batch.items))
-        for work in batch.items:
-            waiting = self._pending.pop(work.position, None)
-            if waiting is not None and not waiting.answer.done():
-                waiting.answer.set_exception(NotDecided("no verdict was stored for the message"))
+        self._answers.fail_unanswered(batch.items)

@@ -13,14 +13,17 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from online.app import serve_until_signalled  # grpc, the daemon's parts: not for --help
+    from online.app import OnlineFailed, serve_until_signalled  # grpc, parts: not for --help
 
     settings = OnlineSettings()
     if args.port is not None:
         online = settings.online.model_copy(update={"port": args.port})
         settings = settings.model_copy(update={"online": online})
     configure_logging(settings.log_level)
-    asyncio.run(serve_until_signalled(settings))
+    try:
+        asyncio.run(serve_until_signalled(settings))
+    except OnlineFailed:
+        return 1  # already logged where it happened, without message text
     return 0
 
 

@@ -27,7 +27,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from online.collector import Processor
 from worker.batcher import Batch
-from worker.processing import Work
+from worker.work import Work
 
 __all__ = ["CallMetricsInterceptor", "ObservedProcessor", "OnlineMetrics"]
 

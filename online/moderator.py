@@ -2,10 +2,11 @@
 
 :meth:`OnlineModerator.check` admits the message into the bounded queue (full: ``Overloaded``),
 claims its coordinates (``online.claims``), enriches it with the sender's strikes and runs the
-rule engine exactly as the stream's ``_route`` does, then hands it to the collector and waits for
-its durable verdict. A message id seen before is answered with the stored verdict: from the call
-deciding it in this process, from its row, or, when its first call vanished without a row, by
-deciding it again at the same coordinates (the insert is idempotent) and reading the row back.
+rule stage exactly as the stream's consume loop does (one canonical text, which the model then
+scores), then hands it to the collector and waits for its durable verdict. A message id seen
+before is answered with the stored verdict: from the call deciding it in this process, from its
+row, or, when its first call vanished without a row, by deciding it again at the same
+coordinates (the insert is idempotent) and reading the row back.
 
 The claim and the sender's strikes are looked up together with those of the other calls of the
 moment (``online.coalesce``): one query each for a group of calls, not one per call.
@@ -32,12 +33,12 @@ from online.collector import Collector
 from online.errors import Overloaded, StoreDown
 from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
-from pipelines.rules import RuleEngine
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import record_from_row, verdict_record
-from worker.processing import Work
+from worker.rule_stage import RuleStage
 from worker.sender_strikes import StrikeCache
 from worker.stores.database import StoreUnavailable
+from worker.work import Work
 
 __all__ = ["Answer", "ClaimReader", "Latency", "OnlineModerator"]
 
@@ -76,13 +77,13 @@ class OnlineModerator:
         *,
         collector: Collector,
         claims: ClaimReader,
-        engine: RuleEngine,
+        rules: RuleStage,
         strikes: StrikeCache | None,
         settings: OnlineSection,
     ) -> None:
         self._collector = collector
         self._claims = claims
-        self.engine = engine
+        self._rules = rules
         self._strikes = strikes
         self._prefetch: Coalescer[str, None] = Coalescer(
             self._prefetch_many, max_items=256, max_in_flight=1
@@ -94,10 +95,6 @@ class OnlineModerator:
     @property
     def admitted(self) -> int:
         return self._admitted
-
-    def install_rules(self, engine: RuleEngine) -> None:
-        """Use ``engine`` for every later message (a reloaded rule file)."""
-        self.engine = engine
 
     @contextmanager
     def admit(self, count: int = 1) -> Iterator[None]:
@@ -139,9 +136,9 @@ class OnlineModerator:
             await self._prefetch(message.sender_id)
             message = self._strikes.enrich(message)
         rules_started = time.monotonic()
-        outcome = self.engine.evaluate(message)
+        outcome, model_text = self._rules.evaluate(message)
         ruled = time.monotonic()
-        work = Work(position, None, ruled, message=message, outcome=outcome)
+        work = Work(position, None, ruled, message=message, outcome=outcome, model_text=model_text)
         budget = self._settings
         model_deadline = min(
             started + budget.model_budget_ms / 1000.0, deadline - budget.write_reserve_ms / 1000.0

@@ -1,52 +1,28 @@
-"""The Triton gRPC client: the model call and its contract, a deadline per call, retries by status.
+"""What every inference backend is to the pipeline: a typed client, its result and its errors.
 
-The client talks to a pool of replicas (``worker.replicas``; one replica with a single
-``triton.grpc_url``): one long-lived channel and one circuit breaker each, round-robin over the
-healthy ones. Only UNAVAILABLE and DEADLINE_EXCEEDED are retried, on another replica while there
-is one, with jittered backoff, within the call's deadline (``request_timeout_s``) and a retry
-budget shared by the pool (NOT_FOUND too: the model is not loaded on that replica);
-INVALID_ARGUMENT and contract violations are never retried. Only when
-every replica's breaker is open do calls fail fast (``InferenceUnavailable``), so the worker can
-fall back to rules-only verdicts.
+The processor, the re-scorer and the services see only :class:`InferenceClient`; which backend
+stands behind it is chosen by ``worker.parts`` (today the Triton gRPC client, ``worker.triton``).
+A backend wraps its own failures at the edge: :class:`InferenceUnavailable` when it cannot answer
+now (callers fall back to rules-only ``pending_model`` verdicts and re-score later),
+:class:`InferenceRejected` when it refused these inputs (retrying them will not help).
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar, Protocol
 
-import numpy as np
-
-from common.logs import get_logger
-from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores, ScoreRowError
-from worker.breaker import CircuitBreaker
-from worker.metrics import ReplicaMetrics
-from worker.replicas import CallOutcome, Replica, ReplicaPool
-from worker.retry import RetryBudget, backoff_s
-from worker.settings import TritonSettings
+from pipelines.scores import ModelScores
+from worker.breaker import BreakerState
 
 __all__ = [
+    "InferenceClient",
     "InferenceError",
     "InferenceRejected",
     "InferenceResult",
     "InferenceUnavailable",
-    "TritonModerationClient",
-    "client_options",
 ]
-
-_RETRIABLE_STATUSES = frozenset(
-    {"StatusCode.UNAVAILABLE", "StatusCode.DEADLINE_EXCEEDED", "StatusCode.NOT_FOUND"}
-)
-"""NOT_FOUND (no such model or version) is the replica's state, not the request's: a server
-shutting down unloads its models before it stops listening, and one starting up has not loaded
-them yet. Another replica may have the model; the half-open probe asks model-ready anyway."""
-_RECONNECT_BACKOFF_MS = (500, 2_000)
-"""gRPC's reconnect backoff (initial, max): the default max of 120 s would keep the worker on
-rules-only verdicts for minutes after Triton is back."""
-_log = get_logger(__name__)
 
 
 class InferenceError(Exception):
@@ -73,206 +49,22 @@ class InferenceResult:
     latency_ms: float
 
 
-def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
-    matrix = np.asarray(array, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[0] != n:
-        raise InferenceRejected(f"{task}: expected {n} rows, got shape {matrix.shape}")
-    return [tuple(row) for row in matrix.tolist()]
-
-
-def client_options(settings: TritonSettings, url: str | None = None) -> dict[str, Any]:
-    """Keyword arguments for tritonclient's ``InferenceServerClient``: the URL (``url``, by
-    default the first replica's), channel limits and, with ``ssl``, the PEM file paths
-    (tritonclient reads the files itself)."""
-    from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE  # heavy, kept off the CLI path
-
-    options: dict[str, Any] = {
-        "url": url or settings.replica_urls[0],
-        "channel_args": [
-            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
-            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
-            ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-            ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-            ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
-        ],
-    }
-    if settings.ssl:
-        options["ssl"] = True
-        for name in ("root_certificates", "private_key", "certificate_chain"):
-            path = getattr(settings, name)
-            options[name] = None if path is None else str(path)
-    return options
-
-
-def _grpc_client(**options: Any) -> Any:
-    from tritonclient.grpc import aio as grpc_aio  # heavy, kept off the CLI path
-
-    return grpc_aio.InferenceServerClient(**options)
-
-
-class TritonModerationClient:
-    """Scores texts with the ``moderation`` model (see ``pipelines.scores``) on a pool of
-    replicas (``triton.grpc_urls``, or the one ``triton.grpc_url``).
-
-    ``client_factory`` builds one replica's gRPC client from :func:`client_options` (tests pass
-    a fake); ``clock`` drives the replicas' breakers; ``metrics`` records per-replica calls,
-    failures, breaker states and latency. Services call :meth:`probe` periodically (the worker
-    once a second) so replicas whose breaker opened come back on their own.
-    """
-
-    def __init__(
-        self,
-        settings: TritonSettings,
-        *,
-        client_factory: Callable[..., Any] = _grpc_client,
-        clock: Callable[[], float] = time.monotonic,
-        metrics: ReplicaMetrics | None = None,
-    ) -> None:
-        self._settings = settings
-        self._client_factory = client_factory
-        self._pool = ReplicaPool(
-            settings.replica_urls,
-            lambda: CircuitBreaker(
-                settings.breaker_failure_threshold, settings.breaker_reset_s, clock=clock
-            ),
-            metrics,
-        )
-        self._budget = RetryBudget(settings.retry_budget_ratio)
+class InferenceClient(Protocol):
+    """A moderation model backend, as the services and the processor use it."""
 
     @property
-    def breaker(self) -> ReplicaPool:
-        """The pool: ``state`` is closed while any replica's breaker is closed, open only when
-        every replica's is (``replicas`` holds each replica and its own breaker)."""
-        return self._pool
+    def state(self) -> BreakerState:
+        """``CLOSED`` while calls may go out; ``OPEN`` while every call would fail fast."""
 
-    def _connect(self, url: str) -> Any:
-        return self._client_factory(**client_options(self._settings, url))
+    async def start(self, *, wait_ready: bool = True) -> None: ...
 
-    async def start(self, *, wait_ready: bool = True) -> None:
-        """Open one channel per replica and (by default) wait until a replica and its model are
-        ready."""
-        self._pool.open(self._connect)
-        if wait_ready:
-            await self.wait_ready(self._settings.ready_timeout_s)
-
-    async def stop(self) -> None:
-        await self._pool.close()
-
-    async def __aenter__(self) -> TritonModerationClient:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def is_ready(self) -> bool:
-        """Some replica's server and model are both ready."""
-        s = self._settings
-        return bool(await self._pool.ready_replicas(s.model_name, s.model_version))
-
-    async def probe(self) -> bool:
-        """Half-open probes on the model-ready endpoint of each replica whose breaker is
-        half-open: ready closes that circuit, not ready opens it again. Returns whether calls
-        may go out now (some replica's breaker is closed); no call is made for closed or open
-        replicas."""
-        return await self._pool.probe(self._settings.model_name, self._settings.model_version)
+    async def stop(self) -> None: ...
 
     async def wait_ready(self, timeout_s: float) -> None:
-        """Wait until some replica is ready; the replicas not ready then have their breaker
-        opened, so calls go to the ready ones and probing brings the others in."""
-        s = self._settings
-        deadline = time.monotonic() + timeout_s
-        while not (ready := await self._pool.ready_replicas(s.model_name, s.model_version)):
-            if time.monotonic() >= deadline:
-                raise InferenceUnavailable(
-                    f"model {s.model_name!r} not ready at any of {s.replica_urls} "
-                    f"after {timeout_s:.0f}s"
-                )
-            await asyncio.sleep(0.5)
-        for replica in self._pool.replicas:
-            if replica not in ready:
-                replica.breaker.trip()
-                replica.publish_state()
-                _log.warning("triton_replica_not_ready", url=replica.url, model=s.model_name)
-        _log.info("triton_ready", urls=[r.url for r in ready], model=s.model_name)
+        """Return once the model answers; ``InferenceUnavailable`` after ``timeout_s``."""
+
+    async def probe(self) -> bool:
+        """Let a backend that stopped taking calls try again; whether calls may go out now."""
 
     async def infer(self, texts: Sequence[str]) -> InferenceResult:
-        """Score ``texts`` (one row each), retrying transient failures on another replica while
-        there is one, within the deadline and the retry budget."""
-        s = self._settings
-        if not texts:
-            return InferenceResult([], s.model_name, s.model_version, 0.0)
-        if not self._pool.opened:
-            raise InferenceUnavailable("client not started")
-        deadline = time.monotonic() + s.request_timeout_s
-        tried: list[Replica] = []
-        attempt = 0
-        while True:
-            attempt += 1
-            replica = self._pool.pick(avoid=tried)
-            if replica is None:
-                raise InferenceUnavailable("circuit breaker open on every replica")
-            remaining_s = deadline - time.monotonic()
-            if remaining_s <= 0:
-                replica.breaker.abandon()
-                raise InferenceUnavailable(f"deadline of {s.request_timeout_s}s exceeded")
-            self._budget.record_call()
-            started = time.perf_counter()
-            try:
-                scores, version = await self._call(replica.client, texts, remaining_s)
-            except InferenceUnavailable as exc:
-                replica.record(CallOutcome.UNAVAILABLE, time.perf_counter() - started, str(exc))
-                tried.append(replica)
-                if attempt >= s.max_attempts or not self._budget.try_spend():
-                    raise
-                pause_s = backoff_s(attempt, s.backoff_base_s, s.backoff_max_s)
-                await asyncio.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
-                continue
-            except InferenceRejected as exc:
-                # The server answered: it is up, the request is bad. Do not trip the breaker.
-                replica.record(CallOutcome.REJECTED, time.perf_counter() - started, str(exc))
-                raise
-            except BaseException:
-                replica.breaker.abandon()  # cancelled or unexpected: free a half-open slot
-                raise
-            latency_s = time.perf_counter() - started
-            replica.record(CallOutcome.ANSWERED, latency_s)
-            return InferenceResult(scores, s.model_name, version, latency_s * 1000.0)
-
-    async def _call(
-        self, client: Any, texts: Sequence[str], timeout_s: float
-    ) -> tuple[list[ModelScores], str]:
-        from tritonclient.grpc import InferInput, InferRequestedOutput
-        from tritonclient.utils import InferenceServerException
-
-        data = np.array([[t.encode("utf-8")] for t in texts], dtype=np.object_)
-        tensor = InferInput(MODEL_INPUT, list(data.shape), "BYTES")
-        tensor.set_data_from_numpy(data)
-        outputs = [InferRequestedOutput(name) for name in MODEL_OUTPUTS]
-        try:
-            response = await client.infer(
-                self._settings.model_name,
-                [tensor],
-                model_version=self._settings.model_version,
-                outputs=outputs,
-                client_timeout=timeout_s,
-            )
-        except InferenceServerException as exc:
-            status = str(exc.status())
-            if status in _RETRIABLE_STATUSES:
-                raise InferenceUnavailable(f"triton {status}") from exc
-            raise InferenceRejected(f"triton {status}: {exc.message()}") from exc
-        except (TimeoutError, OSError) as exc:
-            raise InferenceUnavailable(f"transport: {type(exc).__name__}") from exc
-        n = len(texts)
-        sentiment = _rows(response.as_numpy("SENTIMENT"), n, "SENTIMENT")
-        intent = _rows(response.as_numpy("INTENT"), n, "INTENT")
-        toxicity = _rows(response.as_numpy("TOXICITY"), n, "TOXICITY")
-        try:
-            scores = [
-                ModelScores(s, i, t) for s, i, t in zip(sentiment, intent, toxicity, strict=True)
-            ]
-        except ScoreRowError as exc:
-            raise InferenceRejected(f"contract violation: {exc}") from exc
-        version = str(response.get_response().model_version)
-        return scores, version
+        """One row of scores per text, in order."""

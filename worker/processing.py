@@ -1,9 +1,16 @@
-"""From closed batches to durable verdicts: infer, decide, store, commit, publish.
+"""From closed batches to durable verdicts: infer, decide, store, acknowledge, publish.
 
-Two kinds of batch reach here. *Model* batches need Triton; *decided* batches hold rule blocks
-(no model call) and dead letters. Both finish the same way: one Postgres transaction with the
-verdicts, escalations, dead letters and the partitions' next offsets; then the tracker marks the
-records durable and the offsets are committed to Kafka; then verdicts are published.
+Two kinds of batch reach here. *Model* batches need the model; *decided* batches hold rule blocks
+(no model call) and dead letters. Both finish the same way: one PostgreSQL transaction with the
+verdicts, escalations, dead letters, pending texts and (for the stream) the partitions' next
+offsets; then the batch's source is told its records are durable (``Acknowledger``: the stream
+commits offsets to Kafka, the online service answers its callers); then verdicts are published.
+
+Writes and publishes are grouped across concurrent batches (``common.grouping``): batches that
+finish while a transaction is running are written together by the next one, and likewise for
+the Kafka send and its mark. Each verdict, escalation and record is exactly what its batch made
+(the group only shares the round trip); the stream's stored offsets are computed for the whole
+group by the one writer, after every earlier group was marked durable, so they are exact.
 """
 
 from __future__ import annotations
@@ -12,14 +19,13 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Protocol
 
+from common.grouping import GroupedCall
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
-from pipelines.canonical import canonicalize
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -39,34 +45,12 @@ from worker.stores.pending_texts import PendingText
 from worker.stores.review_items import Escalation
 from worker.stores.verdict_batches import DeadLetter, VerdictBatch
 from worker.verdict_publishing import durable_verdicts, verdict_publishing
+from worker.work import Work
 
-__all__ = ["BatchProcessor", "Work"]
+__all__ = ["Acknowledger", "BatchProcessor", "BatchStore"]
 
 _log = get_logger(__name__)
 _SINK_REJECTED = "sink_rejected"
-
-
-@dataclass(slots=True)
-class Work:
-    """One fetched record on its way to a verdict or a dead letter."""
-
-    position: SourcePosition
-    kafka_key: bytes | None
-    fetched_at: float
-    message: ChatMessage | None = None
-    outcome: RuleOutcome | None = None
-    error: DecodeError | None = None
-    raw: bytes | None = None
-    """Original bytes, kept only for records that will be dead-lettered."""
-    model_text: str | None = None
-    """The canonical text the rules matched, which is what the model scores (the raw text is
-    what is stored and shown to moderators)."""
-    produced_at: float | None = None
-    """The Kafka record's timestamp (epoch seconds), when it has one."""
-
-    @property
-    def partition_key(self) -> PartitionKey:
-        return (self.position.topic, self.position.partition)
 
 
 class Inference(Protocol):
@@ -88,8 +72,12 @@ class Publisher(RecordPublisher, Protocol):
     ) -> None: ...
 
 
-class Committer(Protocol):
-    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None: ...
+class Acknowledger(Protocol):
+    """Tells a batch's source that its records are durable (the seam between the processor
+    and where records come from)."""
+
+    async def durable(self, works: Sequence[Work], stored: VerdictBatch) -> None:
+        """``works`` are stored (``stored``: the verdicts and dead letters PostgreSQL kept)."""
 
 
 class _Abandoned(Exception):
@@ -97,6 +85,14 @@ class _Abandoned(Exception):
 
 
 class BatchProcessor:
+    """Runs closed batches to durable, acknowledged, published verdicts.
+
+    ``positions`` is the stream's offset tracker: the next offsets it gives are stored in each
+    transaction and the records are marked durable right after it. A source without offsets
+    passes ``None`` (the online service: its coordinates are claims, ``online.claims``).
+    ``acknowledger`` is told of every durable batch before its verdicts are published.
+    """
+
     def __init__(
         self,
         *,
@@ -104,8 +100,8 @@ class BatchProcessor:
         store: BatchStore,
         outbox: PublishedMarker[VerdictRowKey],
         publisher: Publisher,
-        committer: Committer,
-        tracker: OffsetTracker,
+        acknowledger: Acknowledger,
+        positions: OffsetTracker | None,
         thresholds: PolicyThresholds,
         verdict_topic: str,
         metrics: Metrics,
@@ -115,8 +111,8 @@ class BatchProcessor:
         self._inference = inference
         self._store = store
         self._publisher = publisher
-        self._committer = committer
-        self._tracker = tracker
+        self._acknowledger = acknowledger
+        self._positions = positions
         self._thresholds = thresholds
         self._metrics = metrics
         self._give_up = give_up
@@ -125,7 +121,10 @@ class BatchProcessor:
             publisher, verdict_topic, outbox, after_send=self._hit_during_publish
         )
         self.store_healthy = True
-        self._write_lock = asyncio.Lock()
+        self._writes: GroupedCall[tuple[list[Work], VerdictBatch], VerdictBatch] = GroupedCall(
+            self._write_group
+        )
+        self._publishes: GroupedCall[list[Verdict], None] = GroupedCall(self._publish_group)
 
     # -- the two batch kinds -------------------------------------------------------------
 
@@ -194,37 +193,52 @@ class BatchProcessor:
             for v in verdicts
             if v.result.decided_by is DecidedBy.PENDING_MODEL
         ]
-        by_partition: dict[PartitionKey, list[int]] = {}
-        for w in works:
-            by_partition.setdefault(w.partition_key, []).append(w.position.offset)
-        # Writes are serialised (inference of the next batch still overlaps this write): the
-        # offsets computed under the lock then include every batch already durable, so the
-        # stored next offset is exact rather than trailing behind a concurrent batch.
-        async with self._write_lock:
-            offsets = {
-                key: point
-                for key, offs in by_partition.items()
-                if (point := self._tracker.point_with(key, offs)) is not None
-            }
-            try:
-                stored = await self._write(
-                    VerdictBatch(verdicts, escalations, letters, offsets, pending)
-                )
-            except _Abandoned:
-                _log.warning("batch_abandoned", items=len(works))
-                return
-            for key, offs in by_partition.items():
-                self._tracker.mark_durable(key, offs)
-        self._metrics.in_flight_records.set(self._tracker.in_flight())
+        batch = VerdictBatch(verdicts, escalations, letters, {}, pending)
+        try:
+            stored = await self._writes((works, batch))
+        except _Abandoned:
+            _log.warning("batch_abandoned", items=len(works))
+            return
         durable_at = time.time()
         self._failpoints.hit("after_pg_commit")
-        await self._committer.commit(
-            {key: self._tracker.durable_point(key) for key in by_partition}
-        )
+        await self._acknowledger.durable(works, stored)
         self._observe(works, stored, durable_at)
         for letter in stored.dead_letters:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
-        await self._publish(stored.verdicts)
+        await self._publishes(stored.verdicts)
+
+    async def _write_group(
+        self, group: Sequence[tuple[list[Work], VerdictBatch]]
+    ) -> list[VerdictBatch]:
+        """One transaction for the batches of ``group`` (with retries and isolation), then
+        their records are marked durable; each batch gets back what was stored of it."""
+        works = [w for batch_works, _ in group for w in batch_works]
+        merged = VerdictBatch(
+            [v for _, b in group for v in b.verdicts],
+            [e for _, b in group for e in b.escalations],
+            [d for _, b in group for d in b.dead_letters],
+            self._next_offsets(works),
+            [p for _, b in group for p in b.pending_texts],
+        )
+        stored = await self._write(merged)
+        if self._positions is not None:
+            for key, offsets in _by_partition(works).items():
+                self._positions.mark_durable(key, offsets)
+            self._metrics.in_flight_records.set(self._positions.in_flight())
+        if len(group) == 1:
+            return [stored]
+        return [_stored_of(stored, batch_works) for batch_works, _ in group]
+
+    def _next_offsets(self, works: Sequence[Work]) -> dict[PartitionKey, int]:
+        """The partitions' next offsets to store with ``works`` (computed by the one writer, so
+        they include every batch already durable); none for a source without offsets."""
+        if self._positions is None:
+            return {}
+        return {
+            key: point
+            for key, offsets in _by_partition(works).items()
+            if (point := self._positions.point_with(key, offsets)) is not None
+        }
 
     def _observe(self, works: list[Work], stored: VerdictBatch, durable_at: float) -> None:
         """Latency histograms per record; counters once per label set, not once per verdict."""
@@ -321,7 +335,9 @@ class BatchProcessor:
     def _hit_during_publish(self) -> None:
         self._failpoints.hit("during_publish")
 
-    async def _publish(self, verdicts: list[Verdict]) -> None:
+    async def _publish_group(self, group: Sequence[list[Verdict]]) -> list[None]:
+        """One publish (a send per partition, one mark) for the stored verdicts of ``group``."""
+        verdicts = [v for batch in group for v in batch]
         try:
             await self._verdicts_out.publish(
                 durable_verdicts(verdicts, created_at=datetime.now(UTC))
@@ -330,13 +346,30 @@ class BatchProcessor:
             # The rows stay ``published = false``; the outbox relay sends them later.
             self._metrics.publish_failures_total.inc()
             _log.warning("verdict_publish_deferred", error=str(exc), items=len(verdicts))
+        return [None] * len(group)
 
 
 def _model_text(work: Work) -> str:
-    """What the model scores: the canonical text (computed here if routing did not)."""
-    if work.model_text is not None:
-        return work.model_text
-    return canonicalize(_message(work).text).text
+    """What the model scores: the canonical text the rule stage made (``worker.rule_stage``)."""
+    if work.model_text is None:
+        raise ValueError(f"record {work.position} has not been through the rule stage")
+    return work.model_text
+
+
+def _by_partition(works: Sequence[Work]) -> dict[PartitionKey, list[int]]:
+    by_partition: dict[PartitionKey, list[int]] = {}
+    for w in works:
+        by_partition.setdefault(w.partition_key, []).append(w.position.offset)
+    return by_partition
+
+
+def _stored_of(stored: VerdictBatch, works: Sequence[Work]) -> VerdictBatch:
+    """The part of a group's stored batch that belongs to the batch of ``works``."""
+    mine = {w.position for w in works}
+    return VerdictBatch(
+        [v for v in stored.verdicts if v.position in mine],
+        dead_letters=[d for d in stored.dead_letters if d.position in mine],
+    )
 
 
 def _message(work: Work) -> ChatMessage:

@@ -5,7 +5,8 @@ transaction). Re-scoring reads a page of them, asks the model, runs the same pol
 stored rule hits and the new scores, and in ONE transaction updates the verdict rows in place
 (``decided_by`` becomes ``model``), adds any new escalation and deletes the texts. The updated
 rows are then published again (the outbox relay retries what fails). The worker does this by
-itself whenever the model is ready; ``modstream rescore`` does it on demand for every topic.
+itself whenever the model is ready; ``modstream rescore`` (``worker.command``) does it on demand
+for every topic.
 
 When the model refuses a page (``InferenceRejected``, e.g. Triton ``INVALID_ARGUMENT``), the page
 is split in halves until the refused texts are found alone. Those rows keep their rules-only
@@ -15,16 +16,14 @@ dropped in the same transaction; every other row is re-scored. One bad text neve
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from common.logs import configure_logging, get_logger
+from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
 from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
@@ -35,13 +34,12 @@ from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceRejected, InferenceResult
-from worker.settings import WorkerSettings
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
 from worker.verdict_publishing import durable_verdicts, verdict_publishing
 
-__all__ = ["Rescorer", "register"]
+__all__ = ["Rescorer"]
 
 _log = get_logger(__name__)
 
@@ -193,57 +191,3 @@ class Rescorer:
 def _reason(exc: InferenceRejected) -> str:
     """The refusal's status without the server's message (which may quote the input)."""
     return str(exc).split(":", 1)[0][:200]
-
-
-async def _rescore_command(settings: WorkerSettings, wait_s: float, topic: str | None) -> int:
-    from worker.inference import TritonModerationClient
-    from worker.publisher import KafkaPublisher
-    from worker.stores.database import Database
-    from worker.stores.pending_texts import PendingTextStore
-    from worker.stores.verdict_outbox import VerdictOutboxStore
-
-    async with (
-        Database(settings.postgres) as database,
-        KafkaPublisher(settings.kafka) as publisher,
-    ):
-        inference = TritonModerationClient(settings.triton)
-        await inference.start(wait_ready=False)
-        started = time.monotonic()
-        try:
-            await inference.wait_ready(wait_s)
-            rescorer = Rescorer(
-                inference=inference,
-                store=PendingTextStore(database),
-                outbox=VerdictOutboxStore(database),
-                publisher=publisher,
-                thresholds=settings.policy,
-                verdict_topic=settings.kafka.verdict_topic,
-                batch_items=settings.reliability.rescore_batch_items,
-            )
-            count = await rescorer.rescore_all(topic)
-        finally:
-            await inference.stop()
-    print(f"rescored={count} seconds={time.monotonic() - started:.1f}")
-    return 0
-
-
-def _run(args: argparse.Namespace) -> int:
-    settings = WorkerSettings()
-    configure_logging(settings.log_level)
-    return asyncio.run(_rescore_command(settings, float(args.wait_ready_s), args.topic))
-
-
-def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "rescore", help="re-score pending_model verdicts with the model, update them in place"
-    )
-    parser.add_argument(
-        "--wait-ready-s",
-        type=float,
-        default=60.0,
-        help="how long to wait for the model to be ready (default 60)",
-    )
-    parser.add_argument(
-        "--topic", help="only verdicts of this source topic (default: every topic)", default=None
-    )
-    parser.set_defaults(handler=_run)

@@ -3,7 +3,9 @@
 On assignment each partition is positioned at the ``next_offset`` its last verdict transaction
 stored (Postgres is the source of truth); on revocation the owner's ``on_revoke`` drains what is
 in flight before the partitions go. Commits to Kafka are explicit per partition (never a bare
-``commit()``), serialised, and skipped while a rebalance is running.
+``commit()``), serialised, and skipped while a rebalance is running. The source is the batch
+processor's ``Acknowledger``: once a batch is durable, :meth:`KafkaSource.durable` commits its
+partitions' durable points.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from common.logs import get_logger
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.retry import backoff_s
 from worker.settings import KafkaSettings
+from worker.stores.verdict_batches import VerdictBatch
+from worker.work import Work
 
 __all__ = ["KafkaSource", "OffsetStore"]
 
@@ -189,6 +193,11 @@ class KafkaSource:
             await self._consumer.commit(offsets)
         except (CommitFailedError, KafkaError) as exc:
             _log.warning("kafka_commit_skipped", error=type(exc).__name__)
+
+    async def durable(self, works: Sequence[Work], stored: VerdictBatch) -> None:
+        """A batch's records are stored: commit their partitions up to the durable points."""
+        keys = {work.partition_key for work in works}
+        await self.commit({key: self._tracker.durable_point(key) for key in keys})
 
     async def commit_all(self) -> None:
         """Commit every assigned partition's durable point (shutdown)."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import asyncpg
@@ -21,12 +21,13 @@ from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
 from worker.batcher import Batch
 from worker.inference import InferenceResult
 from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.processing import BatchProcessor, Work
+from worker.offsets import OffsetTracker
+from worker.processing import BatchProcessor
 from worker.stores.database import Database, StoreError, StoreUnavailable
 from worker.stores.partitions import ensure_verdict_partitions
 from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from worker.stores.verdict_outbox import VerdictOutboxStore
+from worker.work import Work
 
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
 UNENCODABLE = "id-\ud800"
@@ -39,7 +40,7 @@ class _Model:
 
 
 class _Kafka:
-    """Verdict publisher and offset committer that only count."""
+    """Verdict publisher and acknowledger that only count."""
 
     def __init__(self) -> None:
         self.published = 0
@@ -52,14 +53,21 @@ class _Kafka:
     ) -> None:
         raise AssertionError("only model batches here")
 
-    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+    async def durable(self, works: Sequence[Work], stored: VerdictBatch) -> None:
         return None
 
 
 def _work(tracker: OffsetTracker, topic: str, offset: int, message_id: str) -> Work:
     tracker.start((topic, 0), offset)
     message = ChatMessage(message_id, "g", "u", f"hello {offset}", datetime.now(UTC))
-    return Work(SourcePosition(topic, 0, offset), b"g", 0.0, message=message, outcome=RuleOutcome())
+    return Work(
+        SourcePosition(topic, 0, offset),
+        b"g",
+        0.0,
+        message=message,
+        outcome=RuleOutcome(),
+        model_text=message.text,
+    )
 
 
 def _rules_only(work: Work) -> Verdict:
@@ -81,8 +89,8 @@ async def test_unencodable_value_is_a_rejection_from_the_real_driver(database: s
             store=store,
             outbox=VerdictOutboxStore(db),
             publisher=_Kafka(),
-            committer=_Kafka(),
-            tracker=tracker,
+            acknowledger=_Kafka(),
+            positions=tracker,
             thresholds=PolicyThresholds(),
             verdict_topic="unused",
             metrics=Metrics(),

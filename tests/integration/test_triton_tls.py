@@ -18,8 +18,9 @@ from stack.certificates import ServerCertificate, ensure_server_certificate
 from stack.settings import StackSettings
 from stack.triton import TritonServer
 from tests.integration.conftest import free_ports
-from worker.inference import InferenceUnavailable, TritonModerationClient
+from worker.inference import InferenceUnavailable
 from worker.settings import TritonSettings
+from worker.triton import TritonModerationClient
 
 pytestmark = pytest.mark.integration
 

@@ -26,6 +26,7 @@ from worker.stores.database import (
     store_failure,
 )
 from worker.stores.one_statement import one_statement
+from worker.stores.partitions import ensure_verdict_partitions
 from worker.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
 from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 
@@ -149,6 +150,10 @@ class VerdictBatchStore:
             await pool.execute(sql, *args)
         except STORE_DRIVER_ERRORS as exc:
             raise store_failure(exc, "write") from exc
+
+    async def ensure_partitions(self) -> None:
+        """Create the months of ``verdicts`` partitions that writes will need (at start)."""
+        await ensure_verdict_partitions(self._database)
 
     async def stored_offsets(self, topic: str, partitions: Sequence[int]) -> dict[int, int]:
         """Next offset to read for each partition that has one stored."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from online.answers import PendingAnswers
+from online.budget import BudgetedInference
 from online.collector import Collector, Processor
 from online.metrics import ObservedProcessor, OnlineMetrics
 from pipelines.messages import ChatMessage, SourcePosition
@@ -14,20 +16,21 @@ from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import ModelScores
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.processing import BatchProcessor, BatchStore, Work
+from worker.processing import BatchProcessor
+from worker.rule_stage import RuleStage
 from worker.stores.database import StoreError
 from worker.stores.verdict_batches import VerdictBatch
+from worker.work import Work
 
 __all__ = [
     "CALM",
     "ENGINE",
+    "RULES",
     "SENT_AT",
     "SPAM",
     "FakeModel",
     "FakePublisher",
     "FakeStore",
-    "NoCommit",
     "make_collector",
     "work",
 ]
@@ -35,6 +38,7 @@ __all__ = [
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
 SENT_AT = datetime(2026, 12, 3, 10, 0, tzinfo=UTC)
 ENGINE = RuleEngine(default_ruleset())
+RULES = RuleStage(ENGINE, Metrics())
 SPAM = "FREE MONEY!!! click http://win-prizes.example.com now to claim your reward"
 
 
@@ -88,11 +92,6 @@ class FakePublisher:
         return None
 
 
-class NoCommit:
-    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
-        return None
-
-
 def make_collector(
     model: FakeModel,
     store: FakeStore,
@@ -104,29 +103,27 @@ def make_collector(
     min_model_s: float = 0.0,
     metrics: OnlineMetrics | None = None,
 ) -> Collector:
-    """A collector over the daemon's real BatchProcessor with the fakes above; given
-    ``metrics``, wired to them as ``online.app`` wires the service's."""
-    from online.budget import BudgetedInference
-
-    def make_processor(answering: BatchStore) -> Processor:
-        on_spent = metrics.budget_missed("inference") if metrics else None
-        processor = BatchProcessor(
-            inference=BudgetedInference(model, on_spent),
-            store=answering,
-            outbox=store,
-            publisher=publisher,
-            committer=NoCommit(),
-            tracker=OffsetTracker(),
-            thresholds=PolicyThresholds(),
-            verdict_topic="moderation.verdicts",
-            metrics=Metrics(),
-            give_up=asyncio.Event(),
-        )
-        return processor if metrics is None else ObservedProcessor(processor, metrics)
-
-    return Collector(
+    """A collector over the daemon's real BatchProcessor with the fakes above, wired as
+    ``online.parts`` wires it: the answers are its acknowledger, and it has no offsets; given
+    ``metrics``, observed by them as the service's are."""
+    answers = PendingAnswers()
+    on_spent = metrics.budget_missed("inference") if metrics else None
+    processor = BatchProcessor(
+        inference=BudgetedInference(model, on_spent),
         store=store,
-        make_processor=make_processor,
+        outbox=store,
+        publisher=publisher,
+        acknowledger=answers,
+        positions=None,
+        thresholds=PolicyThresholds(),
+        verdict_topic="moderation.verdicts",
+        metrics=Metrics(),
+        give_up=asyncio.Event(),
+    )
+    observed: Processor = processor if metrics is None else ObservedProcessor(processor, metrics)
+    return Collector(
+        answers=answers,
+        processor=observed,
         max_items=max_items,
         max_wait_s=max_wait_s,
         max_in_flight=2,
@@ -138,7 +135,8 @@ def make_collector(
 
 
 def work(offset: int, text: str, message_id: str | None = None) -> Work:
-    """A decoded, rule-evaluated record at online coordinates."""
+    """A decoded, rule-evaluated record at online coordinates (through the rule stage)."""
     message = ChatMessage(message_id or f"m-{offset}", "g-1", "u-1", text, SENT_AT)
     position = SourcePosition("online", 0, offset)
-    return Work(position, None, 0.0, message=message, outcome=ENGINE.evaluate(message))
+    outcome, model_text = RULES.evaluate(message)
+    return Work(position, None, 0.0, message=message, outcome=outcome, model_text=model_text)

@@ -18,7 +18,7 @@ from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.verdict_codec import VERDICT_COLUMNS, verdict_row
 from tests.unit.online.online_fakes import (
-    ENGINE,
+    RULES,
     SENT_AT,
     FakeModel,
     FakePublisher,
@@ -71,7 +71,7 @@ def _build(
     moderator = OnlineModerator(
         collector=collector,
         claims=claims,
-        engine=ENGINE,
+        rules=RULES,
         strikes=None,
         settings=OnlineSection(**settings),
     )

@@ -1,5 +1,6 @@
-"""Tests for worker.app's lifecycle with fake components: a failing batch task stops the worker
-loudly (error, readiness false, no commit past the batch); SIGTERM still drains and exits cleanly.
+"""Tests for worker.app's lifecycle with fake parts handed in (``worker.parts``): a failing batch
+task stops the worker loudly (error, readiness false, no commit past the batch); SIGTERM still
+drains and exits cleanly.
 """
 
 from __future__ import annotations
@@ -15,15 +16,19 @@ import orjson
 import pytest
 from structlog.testing import capture_logs
 
-import worker.app as app_module
+import worker.command as command_module
 from pipelines.messages import ChatMessage
+from pipelines.rules import RuleEngine, default_ruleset
 from worker.app import Worker, WorkerFailed
 from worker.batcher import Batch
 from worker.breaker import BreakerState
 from worker.failpoints import FailpointRaised, Failpoints
+from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
-from worker.processing import Work
+from worker.parts import ModerationParts, StreamParts, build_stream_parts
+from worker.rule_stage import RuleStage
 from worker.settings import BatchSettings, HttpSettings, WorkerSettings
+from worker.work import Work
 
 _TOPIC = "chat"
 
@@ -64,8 +69,8 @@ class FakeDatabase:
         return None
 
 
-async def _no_partitions(_database: object) -> None:
-    return
+class FakeVerdicts:
+    """The verdict store: only its start-up step is reached (the processor is a fake)."""
 
     async def ensure_partitions(self) -> None:
         return None
@@ -93,6 +98,10 @@ class FakeInference:
     def __init__(self) -> None:
         self.breaker = FakeBreaker()
         self.stopped = False
+
+    @property
+    def state(self) -> BreakerState:
+        return self.breaker.state
 
     async def start(self, *, wait_ready: bool = True) -> None:
         return None
@@ -212,6 +221,8 @@ class FakeProcessor:
         self.peak = 0
         self.durable: list[int] = []
         self.failed: list[int] = []
+        self.give_up = asyncio.Event()
+        """The parts' ``give_up`` (set by the builder's caller)."""
 
     async def process_model_batch(self, batch: Batch[Work]) -> None:
         self.active += 1
@@ -252,36 +263,51 @@ class Rig:
     database: FakeDatabase = field(default_factory=FakeDatabase)
     publisher: FakePublisher = field(default_factory=FakePublisher)
     inference: FakeInference = field(default_factory=FakeInference)
+    relay: FakeBackground | StuckBackground = field(default_factory=FakeBackground)
     source: FakeSource | None = None
     processor: FakeProcessor | None = None
     configure: Callable[[FakeProcessor], None] | None = None
 
     def make_source(
-        self, _settings: object, _sink: object, tracker: OffsetTracker, _drain: object
+        self, _settings: object, _store: object, tracker: OffsetTracker, _drain: object
     ) -> FakeSource:
         self.source = FakeSource(tracker, self.records, self.chunk)
         return self.source
 
-    def make_processor(self, **kwargs: Any) -> FakeProcessor:
+    def make_processor(self, parts: Any, _settings: object, **kwargs: Any) -> FakeProcessor:
         assert self.source is not None
-        self.processor = FakeProcessor(kwargs["tracker"], self.source, kwargs["failpoints"])
+        assert kwargs["acknowledger"] is self.source
+        self.processor = FakeProcessor(kwargs["positions"], self.source, kwargs["failpoints"])
+        self.processor.give_up = parts.give_up
         if self.configure is not None:
             self.configure(self.processor)
         return self.processor
 
+    def parts(self, settings: WorkerSettings) -> StreamParts:
+        """The stream's parts over these fakes, built by the real builder."""
+        metrics = Metrics()
+        moderation: Any = ModerationParts(
+            metrics=metrics,
+            database=self.database,  # type: ignore[arg-type]
+            verdicts=FakeVerdicts(),  # type: ignore[arg-type]
+            outbox=object(),  # type: ignore[arg-type]
+            publisher=self.publisher,  # type: ignore[arg-type]
+            inference=self.inference,
+            rules=RuleStage(RuleEngine(default_ruleset()), metrics),
+            strikes=FakeStrikes(),  # type: ignore[arg-type]
+            relay=self.relay,  # type: ignore[arg-type]
+            rescorer=FakeBackground(),  # type: ignore[arg-type]
+            rules_watch=None,
+        )
+        return build_stream_parts(
+            settings,
+            moderation=moderation,
+            make_source=self.make_source,
+            make_processor=self.make_processor,
+        )
 
-def _install(monkeypatch: pytest.MonkeyPatch, rig: Rig) -> None:
-    monkeypatch.setattr(app_module, "Database", lambda *_a, **_k: rig.database)
-    monkeypatch.setattr(app_module, "ensure_verdict_partitions", _no_partitions)
-    for store in ("StrikeStore", "VerdictBatchStore", "VerdictOutboxStore", "PendingTextStore"):
-        monkeypatch.setattr(app_module, store, lambda *_a, **_k: object())
-    monkeypatch.setattr(app_module, "KafkaPublisher", lambda *_a, **_k: rig.publisher)
-    monkeypatch.setattr(app_module, "TritonModerationClient", lambda *_a, **_k: rig.inference)
-    monkeypatch.setattr(app_module, "StrikeCache", lambda *_a, **_k: FakeStrikes())
-    monkeypatch.setattr(app_module, "KafkaSource", rig.make_source)
-    monkeypatch.setattr(app_module, "BatchProcessor", rig.make_processor)
-    monkeypatch.setattr(app_module, "VerdictOutbox", lambda *_a, **_k: FakeBackground())
-    monkeypatch.setattr(app_module, "Rescorer", lambda *_a, **_k: FakeBackground())
+    def worker(self, settings: WorkerSettings) -> Worker:
+        return Worker(settings, self.parts(settings))
 
 
 def _settings(failpoint: str | None = None, *, drain_timeout_s: float = 5.0) -> WorkerSettings:
@@ -311,15 +337,12 @@ async def _wait_for(predicate: Callable[[], bool], timeout_s: float = 5.0) -> No
             await asyncio.sleep(0.005)
 
 
-async def test_a_raising_batch_task_stops_the_worker_loudly(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_raising_batch_task_stops_the_worker_loudly() -> None:
     """A batch task raising (``raise:during_inference@2``) makes ``run`` raise WorkerFailed, logs
     ``batch_task_failed`` with the type only, answers /readyz 503 while shutting down, stops
     fetching, stops the components and commits nothing past the failed batch."""
     rig = Rig(_records(200))
-    _install(monkeypatch, rig)
-    worker = Worker(_settings("raise:during_inference@2"))
+    worker = rig.worker(_settings("raise:during_inference@2"))
     readyz: list[int] = []
 
     async def probe_readyz() -> None:
@@ -364,17 +387,16 @@ async def test_fetching_stops_as_soon_as_a_batch_task_fails(
         processor.cancel_cleanup_s = 0.1
 
     rig = Rig(_records(2000), chunk=10, configure=slow_to_cancel)
-    _install(monkeypatch, rig)
-    worker = Worker(_settings("raise:during_inference@3"))
+    worker = rig.worker(_settings("raise:during_inference@3"))
     fetches_at_failure: list[int] = []
-    original_fail = worker._fail
+    original_fail = worker._supervisor.fail
 
     def spy(event: str, exc: Exception, **fields: object) -> None:
         assert rig.source is not None
         fetches_at_failure.append(rig.source.fetches)
         original_fail(event, exc, **fields)
 
-    monkeypatch.setattr(worker, "_fail", spy)
+    monkeypatch.setattr(worker._supervisor, "fail", spy)
     with pytest.raises(WorkerFailed):
         await asyncio.wait_for(worker.run(asyncio.Event()), 10)
     assert rig.source is not None
@@ -382,14 +404,11 @@ async def test_fetching_stops_as_soon_as_a_batch_task_fails(
     assert rig.source.fetches <= fetches_at_failure[0] + 1
 
 
-async def test_a_failure_in_the_consume_loop_also_stops_the_worker(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_failure_in_the_consume_loop_also_stops_the_worker() -> None:
     """``raise:after_rules@5`` fails the consume task, not a batch: ``worker_task_failed`` names
     the task, readiness turns false and ``run`` raises WorkerFailed without a final commit."""
     rig = Rig(_records(50))
-    _install(monkeypatch, rig)
-    worker = Worker(_settings("raise:after_rules@5"))
+    worker = rig.worker(_settings("raise:after_rules@5"))
     with capture_logs() as logs, pytest.raises(WorkerFailed):
         await asyncio.wait_for(worker.run(asyncio.Event()), 10)
     events = [e for e in logs if e["event"] == "worker_task_failed"]
@@ -399,9 +418,7 @@ async def test_a_failure_in_the_consume_loop_also_stops_the_worker(
     assert not rig.source.committed_all
 
 
-async def test_sigterm_drains_in_flight_batches_and_commits_everything(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_sigterm_drains_in_flight_batches_and_commits_everything() -> None:
     """``stop`` while model batches are held in flight: ``run`` waits for them, never runs more
     than ``max_in_flight`` at once, returns normally and commits past the last record."""
     gate = asyncio.Event()
@@ -410,8 +427,7 @@ async def test_sigterm_drains_in_flight_batches_and_commits_everything(
         processor.gate = gate
 
     rig = Rig(_records(60, bad_every=6), configure=hold)
-    _install(monkeypatch, rig)
-    worker = Worker(_settings())
+    worker = rig.worker(_settings())
     stop = asyncio.Event()
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run(stop))
@@ -434,32 +450,27 @@ async def test_sigterm_drains_in_flight_batches_and_commits_everything(
     assert any(e["event"] == "worker_stopped" for e in logs)
 
 
-async def test_drain_deadline_still_lets_blocked_batches_give_up(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_drain_deadline_still_lets_blocked_batches_give_up() -> None:
     """A batch blocked past ``drain_timeout_s`` after ``stop`` sees ``give_up`` (set by the
     deadline), abandons, and ``run`` ends normally without committing the blocked records."""
 
     def block_until_give_up(processor: FakeProcessor) -> None:
-        processor.gate = processor.abandon = worker._give_up
+        processor.gate = processor.abandon = processor.give_up
 
     rig = Rig(_records(10), configure=block_until_give_up)
-    _install(monkeypatch, rig)
-    worker = Worker(_settings(drain_timeout_s=0.2))
+    worker = rig.worker(_settings(drain_timeout_s=0.2))
     stop = asyncio.Event()
     task = asyncio.create_task(worker.run(stop))
     await _wait_for(lambda: rig.processor is not None and rig.processor.active == 1)
     stop.set()
     await asyncio.wait_for(task, 10)
-    assert worker._give_up.is_set()
+    assert worker.parts.moderation.give_up.is_set()
     assert rig.source is not None
     assert rig.source.committed_all
     assert rig.source.commits[-1] == {(_TOPIC, 0): 0}
 
 
-async def test_shutdown_is_bounded_when_the_broker_does_not_answer(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_shutdown_is_bounded_when_the_broker_does_not_answer() -> None:
     """With the broker down, the final commit, the consumer's stop and the producer's stop never
     return; each step is abandoned after its budget and ``run`` ends within a few seconds."""
 
@@ -468,8 +479,7 @@ async def test_shutdown_is_bounded_when_the_broker_does_not_answer(
 
     rig = Rig(_records(10))
     rig.publisher.hang_on_stop = True
-    _install(monkeypatch, rig)
-    worker = Worker(_settings(drain_timeout_s=0.2))
+    worker = rig.worker(_settings(drain_timeout_s=0.2))
     stop = asyncio.Event()
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run(stop))
@@ -486,9 +496,7 @@ async def test_shutdown_is_bounded_when_the_broker_does_not_answer(
     assert took < 0.2 + 5.0
 
 
-async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled() -> None:
     """A batch blocked on something that ignores ``give_up`` (a verdict publish waiting for a
     broker that is down) is cancelled shortly after the deadline; ``run`` ends normally soon
     after ``drain_timeout_s`` and nothing of the blocked batch is committed."""
@@ -497,8 +505,7 @@ async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled(
         processor.gate = asyncio.Event()  # never set
 
     rig = Rig(_records(10), configure=block_forever)
-    _install(monkeypatch, rig)
-    worker = Worker(_settings(drain_timeout_s=0.2))
+    worker = rig.worker(_settings(drain_timeout_s=0.2))
     stop = asyncio.Event()
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run(stop))
@@ -517,15 +524,11 @@ async def test_batches_still_blocked_after_the_drain_deadline_are_cancelled(
     assert not [e for e in logs if e["event"].endswith("_failed")]
 
 
-async def test_a_background_task_stuck_on_the_broker_does_not_hold_the_exit(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_background_task_stuck_on_the_broker_does_not_hold_the_exit() -> None:
     """The outbox relay blocked in a publish while the broker is down is cancelled once the
     pipeline is done; ``run`` ends normally within a second or so of ``stop``."""
-    rig = Rig(_records(10))
-    _install(monkeypatch, rig)
-    monkeypatch.setattr(app_module, "VerdictOutbox", lambda *_a, **_k: StuckBackground())
-    worker = Worker(_settings(drain_timeout_s=0.2))
+    rig = Rig(_records(10), relay=StuckBackground())
+    worker = rig.worker(_settings(drain_timeout_s=0.2))
     stop = asyncio.Event()
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run(stop))
@@ -540,9 +543,7 @@ async def test_a_background_task_stuck_on_the_broker_does_not_hold_the_exit(
     assert rig.source.committed_all
 
 
-async def test_a_stop_step_raising_cancelled_error_itself_does_not_abort_shutdown(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+async def test_a_stop_step_raising_cancelled_error_itself_does_not_abort_shutdown() -> None:
     """aiokafka's consumer stop can raise CancelledError from its own cancelled fetch task while
     the broker is down; that step is logged as failed and the other components still stop."""
 
@@ -552,8 +553,7 @@ async def test_a_stop_step_raising_cancelled_error_itself_does_not_abort_shutdow
         await inner
 
     rig = Rig(_records(10))
-    _install(monkeypatch, rig)
-    worker = Worker(_settings(drain_timeout_s=0.2))
+    worker = rig.worker(_settings(drain_timeout_s=0.2))
     stop = asyncio.Event()
     with capture_logs() as logs:
         task = asyncio.create_task(worker.run(stop))
@@ -574,15 +574,14 @@ async def test_a_failing_dispatcher_loop_is_reported_by_its_task_name(
     ``TaskGroup``'s group; it is still logged once, as ``worker_task_failed`` of
     ``dispatch_model`` with the inner exception's type, and ``run`` raises WorkerFailed."""
     rig = Rig(_records(30))
-    _install(monkeypatch, rig)
-    worker = Worker(_settings())
+    worker = rig.worker(_settings())
 
     async def broken_batches() -> AsyncIterator[Batch[Work]]:
         await asyncio.sleep(0.05)
         raise KeyError("boom")
         yield  # pragma: no cover - makes this an async generator
 
-    monkeypatch.setattr(worker._model_batcher, "batches", broken_batches)
+    monkeypatch.setattr(worker.parts.lanes.model.batcher, "batches", broken_batches)
     with capture_logs() as logs, pytest.raises(WorkerFailed):
         await asyncio.wait_for(worker.run(asyncio.Event()), 10)
     events = [e for e in logs if e["event"].endswith("_failed") and e["event"] != "worker_failed"]
@@ -603,6 +602,6 @@ def test_the_command_exits_1_when_the_worker_failed(
         if outcome is not None:
             raise outcome
 
-    monkeypatch.setattr(app_module, "configure_logging", lambda _level: None)
-    monkeypatch.setattr(app_module, "_run_until_signalled", run_until_signalled)
-    assert app_module._run(argparse.Namespace()) == code
+    monkeypatch.setattr(command_module, "configure_logging", lambda _level: None)
+    monkeypatch.setattr(command_module, "_run_until_signalled", run_until_signalled)
+    assert command_module._run_worker(argparse.Namespace()) == code

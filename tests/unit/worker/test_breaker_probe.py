@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from worker.breaker import BreakerState, CircuitBreaker
-from worker.inference import TritonModerationClient
 from worker.settings import TritonSettings
+from worker.triton import TritonModerationClient
 
 
 class FakeClock:

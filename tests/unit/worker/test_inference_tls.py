@@ -9,8 +9,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from worker.inference import TritonModerationClient, client_options
 from worker.settings import TritonSettings, WorkerSettings
+from worker.triton import TritonModerationClient, client_options
 
 
 class FakeFactory:

@@ -9,14 +9,14 @@ from structlog.testing import capture_logs
 
 from common.kafka_access import KafkaAuthenticationError
 from common.settings import KafkaSettings
-from worker import app
+from worker import command
 
 _PASSWORD = "pw-never-logged-123"
 
 
 def _quiet_logging(monkeypatch: pytest.MonkeyPatch) -> None:
     """Keep structlog as ``capture_logs`` set it (``_run`` would configure JSON on stderr)."""
-    monkeypatch.setattr(app, "configure_logging", lambda level: None)
+    monkeypatch.setattr(command, "configure_logging", lambda level: None)
 
 
 def test_refused_login_logs_one_event_and_exits_3(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -35,14 +35,14 @@ def test_refused_login_logs_one_event_and_exits_3(monkeypatch: pytest.MonkeyPatc
             "refused", broker="kafka.example:9096", reason="SaslAuthenticationFailed"
         )
 
-    async def never_run(self: app.Worker, stop: object) -> None:
+    async def never_run(self: command.Worker, stop: object) -> None:
         raise AssertionError("the worker must not start after a refused login")
 
-    monkeypatch.setattr(app, "verify_kafka_access", refuse)
-    monkeypatch.setattr(app.Worker, "run", never_run)
+    monkeypatch.setattr(command, "verify_kafka_access", refuse)
+    monkeypatch.setattr(command.Worker, "run", never_run)
     _quiet_logging(monkeypatch)
     with capture_logs() as events, pytest.raises(SystemExit) as exited:
-        app._run(argparse.Namespace())
+        command._run_worker(argparse.Namespace())
     assert exited.value.code == 3
     failures = [e for e in events if e["event"] == "kafka_authentication_failed"]
     assert len(failures) == 1
@@ -62,7 +62,7 @@ def test_unusable_token_provider_exits_2(monkeypatch: pytest.MonkeyPatch) -> Non
         monkeypatch.setenv(name, value)
     _quiet_logging(monkeypatch)
     with capture_logs() as events, pytest.raises(SystemExit) as exited:
-        app._run(argparse.Namespace())
+        command._run_worker(argparse.Namespace())
     assert exited.value.code == 2
     unusable = [e for e in events if e["event"] == "kafka_settings_unusable"]
     assert len(unusable) == 1

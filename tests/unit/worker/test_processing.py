@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
 
 import worker.processing as processing_module
 from common.publishing import PublishError
+from pipelines.canonical import canonicalize
 from pipelines.decode import DecodeError, DecodeErrorCode
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -21,9 +22,10 @@ from worker.batcher import Batch
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
-from worker.processing import BatchProcessor, Work
+from worker.processing import BatchProcessor
 from worker.stores.database import StoreError, StoreUnavailable
 from worker.stores.verdict_batches import VerdictBatch
+from worker.work import Work
 
 TOPIC = "chat.messages"
 VERDICT_TOPIC = "moderation.verdicts"
@@ -55,11 +57,16 @@ class FakeStore:
         self.attempts = 0
         self.stored: list[VerdictBatch] = []
         self.published: list[SourcePosition] = []
+        self.marks = 0
         self.on_unavailable: asyncio.Event | None = None
+        self.write_gate: asyncio.Event | None = None
+        """While set to an unset event, writes wait for it (a slow transaction)."""
 
     async def write(self, batch: VerdictBatch) -> None:
         self.attempts += 1
         self.events.append("write")
+        if self.write_gate is not None:
+            await self.write_gate.wait()
         if self.always_unavailable or self.attempts in self.unavailable_on:
             if self.on_unavailable is not None:
                 self.on_unavailable.set()
@@ -77,6 +84,7 @@ class FakeStore:
         self.events.append("stored")
 
     async def mark_published(self, keys: Sequence[tuple[SourcePosition, datetime]]) -> None:
+        self.marks += 1
         self.published.extend(position for position, _ in keys)
 
 
@@ -87,6 +95,8 @@ class FakePublisher:
         self.events = events
         self.dead_letter_failures = dead_letter_failures
         self.refuse_verdicts = False
+        self.gate: asyncio.Event | None = None
+        """While set to an unset event, verdict publishes wait for it (a slow broker)."""
         self.dead_letters: list[tuple[SourcePosition, str]] = []
         self.records: list[tuple[str, bytes | None, bytes]] = []
 
@@ -106,23 +116,28 @@ class FakePublisher:
 
     async def publish(self, topic: str, records: Sequence[tuple[bytes | None, bytes]]) -> None:
         self.events.append("publish")
+        if self.gate is not None:
+            await self.gate.wait()
         if self.refuse_verdicts:
             raise PublishError("publish not acknowledged: KafkaTimeoutError")
         self.records.extend((topic, key, value) for key, value in records)
 
 
 class FakeCommitter:
-    """Records every commit call with the number of batches stored at that moment."""
+    """The stream's acknowledger as ``KafkaSource.durable`` is: commits the durable points of a
+    durable batch's partitions; records each commit with the batches stored at that moment."""
 
-    def __init__(self, events: list[str], store: FakeStore) -> None:
+    def __init__(self, events: list[str], store: FakeStore, tracker: OffsetTracker) -> None:
         self.events = events
         self.store = store
+        self.tracker = tracker
         self.commits: list[dict[PartitionKey, int | None]] = []
         self.stored_when_committed: list[int] = []
 
-    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+    async def durable(self, works: Sequence[Work], stored: VerdictBatch) -> None:
         self.events.append("commit")
-        self.commits.append(dict(points))
+        keys = {w.partition_key for w in works}
+        self.commits.append({key: self.tracker.durable_point(key) for key in keys})
         self.stored_when_committed.append(len(self.store.stored))
 
 
@@ -155,15 +170,15 @@ def _rig(
     inference = FakeInference(down=inference_down)
     store = FakeStore(events, unavailable_on=unavailable_on)
     publisher = FakePublisher(events, dead_letter_failures=dead_letter_failures)
-    committer = FakeCommitter(events, store)
+    committer = FakeCommitter(events, store, tracker)
     give_up = asyncio.Event()
     processor = BatchProcessor(
         inference=inference,
         store=store,
         outbox=store,
         publisher=publisher,
-        committer=committer,
-        tracker=tracker,
+        acknowledger=committer,
+        positions=tracker,
         thresholds=PolicyThresholds(),
         verdict_topic=VERDICT_TOPIC,
         metrics=Metrics(),
@@ -195,6 +210,7 @@ def _work(
         0.0,
         message=message,
         outcome=outcome or RuleOutcome(),
+        model_text=canonicalize(message.text).text,
     )
 
 
@@ -234,18 +250,62 @@ async def test_model_batch_verdicts_are_decided_by_the_model() -> None:
     assert len({v.batch_id for v in stored.verdicts}) == 1
 
 
-async def test_the_model_scores_the_canonical_text_and_the_raw_text_is_stored() -> None:
-    """Inference gets the canonical text (routing's, or computed here), while escalations keep
-    the raw text a moderator must read."""
+async def test_the_model_scores_the_rule_stages_text_and_the_raw_text_is_stored() -> None:
+    """Inference gets the canonical text the rule stage left in ``model_text`` (the processor
+    canonicalises nothing again), while escalations keep the raw text a moderator must read."""
     rig = _rig()
     routed = _work(rig.tracker, 0)
     routed.model_text = "already canonical"
-    disguised = _work(rig.tracker, 1)
-    assert disguised.message is not None
-    full_width_hello = "\uff28\uff25\uff2c\uff2c\uff2f"
-    disguised.message = dataclasses.replace(disguised.message, text=f"{full_width_hello} f.u.c.k")
-    await rig.processor.process_model_batch(_batch([routed, disguised]))
-    assert rig.inference.calls == [["already canonical", "hello fuck"]]
+    threat = _work(rig.tracker, 1)
+    assert threat.message is not None
+    threat.message = dataclasses.replace(threat.message, text="I will KILL you")
+    threat.outcome = RuleOutcome(
+        (RuleHit("en.threat.1", "threat", Severity.HIGH, RuleAction.ESCALATE),)
+    )
+    threat.model_text = "i will kill you"
+    await rig.processor.process_model_batch(_batch([routed, threat]))
+    assert rig.inference.calls == [["already canonical", "i will kill you"]]
+    [stored] = rig.store.stored
+    assert [e.message_text for e in stored.escalations] == ["I will KILL you"]
+
+
+async def test_a_record_that_skipped_the_rule_stage_fails_its_batch() -> None:
+    """Without ``model_text`` a model batch raises (a wiring error, never scored on raw text)."""
+    rig = _rig()
+    work = _work(rig.tracker, 0)
+    work.model_text = None
+    with pytest.raises(ValueError, match="rule stage"):
+        await rig.processor.process_model_batch(_batch([work]))
+    assert rig.store.stored == []
+
+
+async def test_batches_finishing_during_a_write_are_written_together_with_exact_offsets() -> None:
+    """Three batches: the first writes alone; the two that finish while it runs go in one
+    transaction with the partition's next offset for both, and one publish and mark after it.
+    Each batch is acknowledged with its own records, and every verdict is stored once."""
+    rig = _rig()
+    gate, broker = asyncio.Event(), asyncio.Event()
+    rig.store.write_gate, rig.publisher.gate = gate, broker
+    batches = [[_work(rig.tracker, o) for o in range(i * 3, i * 3 + 3)] for i in range(3)]
+    first = asyncio.create_task(rig.processor.process_model_batch(_batch(batches[0])))
+    await asyncio.sleep(0.01)  # the first transaction is in flight
+    rest = [
+        asyncio.create_task(rig.processor.process_model_batch(_batch(works)))
+        for works in batches[1:]
+    ]
+    await asyncio.sleep(0.01)
+    gate.set()  # the first batch publishes (and waits on the broker); the others write
+    await asyncio.sleep(0.01)
+    broker.set()
+    await asyncio.gather(first, *rest)
+    assert [len(b.verdicts) for b in rig.store.stored] == [3, 6]
+    assert [b.offsets for b in rig.store.stored] == [{KEY0: 3}, {KEY0: 9}]
+    offsets = sorted(v.position.offset for b in rig.store.stored for v in b.verdicts)
+    assert offsets == list(range(9))
+    assert rig.tracker.durable_point(KEY0) == 9
+    assert sorted(c[KEY0] or 0 for c in rig.committer.commits) == [3, 9, 9]
+    assert len(rig.publisher.records) == 9
+    assert rig.store.marks == 2  # [batch 1], then [batches 2 and 3]
 
 
 async def test_inference_down_stores_pending_model_verdicts() -> None:

@@ -1,4 +1,4 @@
-"""Tests for the Triton replica pool (worker.replicas through worker.inference): round-robin
+"""Tests for the Triton replica pool (worker.replicas through worker.triton): round-robin
 over healthy replicas, retries on another replica, per-replica breakers, probing and metrics."""
 
 from __future__ import annotations
@@ -13,13 +13,15 @@ import pytest
 from prometheus_client import CollectorRegistry
 from tritonclient.utils import InferenceServerException
 
-import worker.inference as inference_module
+import worker.triton as inference_module
 from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS
 from worker.breaker import BreakerState
-from worker.inference import InferenceUnavailable, TritonModerationClient
-from worker.metrics import ReplicaMetrics
+from worker.inference import InferenceUnavailable
+from worker.metrics import Metrics, ReplicaMetrics
 from worker.replicas import Replica
 from worker.settings import TritonSettings, WorkerSettings
+from worker.triton import TritonModerationClient
+from worker.watchers import watch_breaker
 
 UNAVAILABLE = "StatusCode.UNAVAILABLE"
 URLS = ("a:8001", "b:8001", "c:8001")
@@ -383,9 +385,7 @@ def test_conflicting_or_duplicate_urls_are_refused() -> None:
 
 async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> None:
     """The worker's breaker watcher probes replicas even while others serve, so one returns."""
-    from worker.app import Worker
-
-    worker = Worker(WorkerSettings())
+    metrics = Metrics()
     log: list[str] = []
     fakes = {url: FakeReplica(url, log) for url in URLS[:2]}
     clock = FakeClock()
@@ -393,14 +393,14 @@ async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> N
         TritonSettings(grpc_urls=URLS[:2], breaker_reset_s=5.0),
         client_factory=lambda **o: fakes[o["url"]],
         clock=clock,
-        metrics=worker.metrics.replicas,
+        metrics=metrics.replicas,
     )
     await client.start(wait_ready=False)
     (_, b) = client.breaker.replicas
     b.breaker.trip()
     clock.now += 5.0
     done = asyncio.Event()
-    watcher = asyncio.create_task(worker._watch_breaker(client, done))
+    watcher = asyncio.create_task(watch_breaker(client, metrics, done))
     async with asyncio.timeout(5.0):
         while fakes["b:8001"].ready_calls == 0:  # noqa: ASYNC110 (nothing signals the probe)
             await asyncio.sleep(0.01)
@@ -409,5 +409,5 @@ async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> N
     assert b.breaker.state is BreakerState.CLOSED
     labels = {"replica": "b:8001", "state": "closed"}
     state = "modstream_inference_replica_breaker_state"
-    assert worker.metrics.registry.get_sample_value(state, labels) == 1
-    assert worker.metrics.registry.get_sample_value("modstream_inference_breaker_open") == 0
+    assert metrics.registry.get_sample_value(state, labels) == 1
+    assert metrics.registry.get_sample_value("modstream_inference_breaker_open") == 0

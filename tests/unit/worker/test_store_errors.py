@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -21,9 +21,10 @@ from worker.batcher import Batch
 from worker.inference import InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
-from worker.processing import BatchProcessor, Work
+from worker.processing import BatchProcessor
 from worker.stores.database import Database, StoreError, StoreUnavailable
 from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from worker.work import Work
 
 TOPIC = "chat.messages"
 VERDICT_TOPIC = "moderation.verdicts"
@@ -54,7 +55,7 @@ class _Inference:
 
 
 class _Kafka:
-    """Publisher, committer and published-marker at once; records what it is given."""
+    """Publisher, acknowledger and published-marker at once; records what it is given."""
 
     def __init__(self) -> None:
         self.records: list[bytes] = []
@@ -67,7 +68,7 @@ class _Kafka:
     ) -> None:
         raise AssertionError("decided batches are not part of these tests")
 
-    async def commit(self, points: Mapping[PartitionKey, int | None]) -> None:
+    async def durable(self, works: Sequence[Work], stored: VerdictBatch) -> None:
         return None
 
     async def mark_published(self, keys: Sequence[Any]) -> None:
@@ -80,7 +81,12 @@ def _work(tracker: OffsetTracker, offset: int, message_id: str) -> Work:
         message_id, "g1", "u1", f"hello {offset}", datetime(2026, 12, 3, tzinfo=UTC)
     )
     return Work(
-        SourcePosition(TOPIC, 0, offset), b"g1", 0.0, message=message, outcome=RuleOutcome()
+        SourcePosition(TOPIC, 0, offset),
+        b"g1",
+        0.0,
+        message=message,
+        outcome=RuleOutcome(),
+        model_text=message.text,
     )
 
 
@@ -165,8 +171,8 @@ async def test_client_side_rejection_isolates_the_batch_instead_of_retrying_fore
         store=store,
         outbox=kafka,
         publisher=kafka,
-        committer=kafka,
-        tracker=tracker,
+        acknowledger=kafka,
+        positions=tracker,
         thresholds=PolicyThresholds(),
         verdict_topic=VERDICT_TOPIC,
         metrics=Metrics(),

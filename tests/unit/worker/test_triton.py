@@ -1,4 +1,4 @@
-"""Tests for worker.inference: retries by status code, the retry budget and the breaker."""
+"""Tests for worker.triton: retries by status code, the retry budget and the breaker."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 from tritonclient.utils import InferenceServerException
 
-import worker.inference as inference_module
+import worker.triton as inference_module
 from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS
 from worker.breaker import BreakerState, CircuitBreaker
-from worker.inference import InferenceRejected, InferenceUnavailable, TritonModerationClient
+from worker.inference import InferenceRejected, InferenceUnavailable
 from worker.settings import TritonSettings
+from worker.triton import TritonModerationClient
 
 UNAVAILABLE = "StatusCode.UNAVAILABLE"
 DEADLINE = "StatusCode.DEADLINE_EXCEEDED"

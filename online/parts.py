@@ -1,0 +1,102 @@
+"""The online service's parts: the shared moderation parts (``worker.parts``) and its own.
+
+The shared parts are built by ``worker.parts.build_parts`` (with the online pool's light reset
+and the ``online`` name in the verdict store), and its batch processor by
+``worker.parts.build_processor``, over two seams made for this service: its acknowledger is
+``online.answers`` (a durable verdict answers its call) and it has no offset tracker (online
+coordinates are claims, ``online.claims``); its model calls go through the caller's budget
+(``online.budget``). What only this service has (claims, the collector, the moderator, its
+background loops over the online rows) is made here; the gRPC server itself is the runner's
+(``online.app``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from online.answers import PendingAnswers
+from online.budget import BudgetedInference
+from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
+from online.collector import Collector
+from online.metrics import ObservedProcessor, OnlineMetrics
+from online.moderator import OnlineModerator
+from online.settings import OnlineSettings
+from worker.breaker import BreakerState
+from worker.parts import ModerationParts, build_parts, build_processor
+from worker.supervisor import Loop
+
+__all__ = ["OnlineParts", "build_online_parts"]
+
+CONSUMER_GROUP = "online"
+"""Names the online service in ``VerdictBatchStore`` (it stores no consumer offsets)."""
+
+
+@dataclass(slots=True)
+class OnlineParts:
+    """Everything ``modstream online`` runs besides its gRPC server."""
+
+    moderation: ModerationParts
+    metrics: OnlineMetrics
+    """The service's own metrics, on the shared registry (``online.metrics``)."""
+    claims: ClaimStore
+    collector: Collector
+    moderator: OnlineModerator
+    loops: dict[str, Loop]
+    """The re-scorer and the outbox relay over the online rows, and the rule file watch."""
+
+
+def _online_partitions() -> Sequence[int]:
+    return [ONLINE_PARTITION]
+
+
+def build_online_parts(
+    settings: OnlineSettings, *, moderation: ModerationParts | None = None
+) -> OnlineParts:
+    """The online service's parts over ``moderation`` (built from ``settings`` if not given)."""
+    parts = moderation or build_parts(settings, consumer_group=CONSUMER_GROUP, light_reset=True)
+    metrics = OnlineMetrics(parts.metrics.registry)
+    answers = PendingAnswers()
+    processor = build_processor(
+        parts,
+        settings,
+        acknowledger=answers,
+        positions=None,
+        inference=BudgetedInference(parts.inference, metrics.budget_missed("inference")),
+    )
+    o = settings.online
+    inference = parts.inference
+    collector = Collector(
+        answers=answers,
+        processor=ObservedProcessor(processor, metrics),
+        max_items=o.max_items,
+        max_wait_s=o.max_wait_ms / 1000.0,
+        max_in_flight=o.max_in_flight,
+        queue_items=o.queue_limit + 1,
+        min_model_s=o.min_model_ms / 1000.0,
+        model_usable=lambda: inference.state is not BreakerState.OPEN,
+        on_budget_spent=metrics.budget_missed("queued"),
+    )
+    claims = ClaimStore(parts.database)
+    moderator = OnlineModerator(
+        collector=collector, claims=claims, rules=parts.rules, strikes=parts.strikes, settings=o
+    )
+    rel = settings.reliability
+    loops: dict[str, Loop] = {
+        "rescore": lambda done: parts.rescorer.run(
+            done, rel.rescore_interval_s, inference.probe, ONLINE_TOPIC, _online_partitions
+        ),
+        "outbox": lambda done: parts.relay.run(
+            done, rel.outbox_interval_s, ONLINE_TOPIC, _online_partitions
+        ),
+    }
+    if parts.rules_watch is not None:
+        loops["rules_watch"] = parts.rules_watch.run
+    return OnlineParts(
+        moderation=parts,
+        metrics=metrics,
+        claims=claims,
+        collector=collector,
+        moderator=moderator,
+        loops=loops,
+    )

@@ -1,0 +1,385 @@
+"""The builder of the moderation parts: settings in, parts out, each part replaceable in tests.
+
+Every program that moderates (``modstream worker``, ``modstream online``, ``modstream rescore``)
+runs on the same parts, made here and nowhere else (a ``protected`` import contract in
+``pyproject.toml`` lets only the builders import the clients, stores, source, processor and
+loops they are made of). Programs receive parts and run them; tests hand in fakes instead of
+patching module names (arq's ``Worker`` takes its functions; quix-streams' ``Application``
+owns its parts).
+
+- :func:`build_parts` makes what every program shares (:class:`ModerationParts`): metrics, the
+  PostgreSQL pool and stores, the Kafka publisher, the inference client (the backend is chosen
+  here), the rule stage and its strike cache, the outbox relay and the re-scorer.
+- :func:`build_stream_parts` adds the stream's own (:class:`StreamParts`): the offset tracker,
+  the Kafka source, the batch processor and its two lanes, and the background loops.
+- :func:`build_processor` is the one way a ``BatchProcessor`` is made; the online service's
+  builder (``online.parts``) makes its processor with it, over its own acknowledger.
+
+The next parts (a shadow scorer: a second inference handle whose results are stored and never
+acted on; an in-process ONNX Runtime backend beside Triton) are built in :func:`_inference` and
+:func:`build_parts` like the ones here, and reach every program without touching them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from common.logs import get_logger
+from common.settings import KafkaSettings, PostgresSettings
+from pipelines.policy import PolicyThresholds
+from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
+from worker.backpressure import Backpressure
+from worker.batcher import Batch
+from worker.consume import drain_partitions
+from worker.consumer_lag import ConsumerLagProbe
+from worker.dispatch import Dispatcher, Lanes
+from worker.failpoints import Failpoints
+from worker.inference import InferenceClient, InferenceUnavailable
+from worker.metrics import Metrics
+from worker.offsets import OffsetTracker, PartitionKey
+from worker.outbox import VerdictOutbox
+from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inference
+from worker.publisher import KafkaPublisher
+from worker.rescore import Rescorer
+from worker.rule_stage import RuleStage
+from worker.rules_watch import RulesWatcher
+from worker.sender_strikes import StrikeCache
+from worker.settings import ReliabilitySettings, RulesSettings, TritonSettings, WorkerSettings
+from worker.source import KafkaSource, OffsetStore
+from worker.stores.database import Database
+from worker.stores.pending_texts import PendingTextStore
+from worker.stores.strikes import StrikeStore
+from worker.stores.verdict_batches import VerdictBatchStore
+from worker.stores.verdict_outbox import VerdictOutboxStore
+from worker.supervisor import Loop, stop_within
+from worker.triton import TritonModerationClient
+from worker.watchers import watch_breaker
+from worker.work import Work
+
+__all__ = [
+    "ModerationParts",
+    "ModerationSettings",
+    "StreamParts",
+    "StreamProcessor",
+    "StreamSource",
+    "build_parts",
+    "build_processor",
+    "build_stream_parts",
+]
+
+_log = get_logger(__name__)
+_DECIDED_WAIT_S = 0.05
+"""Rule blocks and dead letters need no model: their lane flushes almost at once."""
+
+
+class ModerationSettings(Protocol):
+    """The sections every moderating program reads (``WorkerSettings``, ``OnlineSettings``)."""
+
+    @property
+    def kafka(self) -> KafkaSettings: ...
+
+    @property
+    def postgres(self) -> PostgresSettings: ...
+
+    @property
+    def triton(self) -> TritonSettings: ...
+
+    @property
+    def policy(self) -> PolicyThresholds: ...
+
+    @property
+    def rules(self) -> RulesSettings: ...
+
+    @property
+    def reliability(self) -> ReliabilitySettings: ...
+
+
+@dataclass(slots=True)
+class ModerationParts:
+    """What every moderating program runs on. :func:`build_parts` makes the real ones."""
+
+    metrics: Metrics
+    database: Database
+    verdicts: VerdictBatchStore
+    outbox: VerdictOutboxStore
+    publisher: KafkaPublisher
+    inference: InferenceClient
+    rules: RuleStage
+    strikes: StrikeCache
+    relay: VerdictOutbox
+    rescorer: Rescorer
+    rules_watch: RulesWatcher | None
+    give_up: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a shutdown stops waiting: work blocked on a dependency that is down abandons."""
+
+    async def open(self, stack: AsyncExitStack, *, ready_timeout_s: float | None) -> None:
+        """Start the clients in order, each with a bounded stop on ``stack``: PostgreSQL (and
+        the coming months' verdict partitions), the Kafka producer, the inference client
+        (waited for up to ``ready_timeout_s``; ``None``: not waited for). A model that is not
+        ready is no reason to stop: verdicts are rules-only (``pending_model``) until it is."""
+        await self.database.start()
+        stack.push_async_callback(stop_within, "postgres", self.database.stop, 1.0)
+        await self.verdicts.ensure_partitions()
+        await self.publisher.start()
+        stack.push_async_callback(stop_within, "kafka_producer", self.publisher.stop, 0.5)
+        await self.inference.start(wait_ready=False)
+        stack.push_async_callback(stop_within, "inference", self.inference.stop, 0.5)
+        if ready_timeout_s is not None:
+            try:
+                await self.inference.wait_ready(ready_timeout_s)
+            except InferenceUnavailable as exc:
+                _log.warning("inference_not_ready", error=str(exc))
+
+
+def _inference(settings: ModerationSettings, metrics: Metrics) -> InferenceClient:
+    """The model backend: the Triton gRPC client (any KServe v2 server) over the replicas."""
+    return TritonModerationClient(settings.triton, metrics=metrics.replicas)
+
+
+def _rule_engine(rules: RulesSettings) -> RuleEngine:
+    return RuleEngine(load_ruleset(rules.path) if rules.path else default_ruleset())
+
+
+def build_parts(
+    settings: ModerationSettings,
+    *,
+    consumer_group: str,
+    light_reset: bool = False,
+    metrics: Metrics | None = None,
+) -> ModerationParts:
+    """The shared parts (nothing is started). ``consumer_group`` names the program in the
+    verdict store's offsets; ``light_reset``: the pool sends no reset query on release (for a
+    program that never changes session state, see ``worker.stores.database``)."""
+    metrics = metrics or Metrics()
+    database = Database(settings.postgres, light_reset=light_reset)
+    outbox = VerdictOutboxStore(database)
+    publisher = KafkaPublisher(settings.kafka)
+    inference = _inference(settings, metrics)
+    rel = settings.reliability
+    rules = RuleStage(_rule_engine(settings.rules), metrics)
+    watch = None
+    if settings.rules.path is not None and settings.rules.reload_interval_s > 0:
+        watch = RulesWatcher(
+            settings.rules.path,
+            settings.rules.reload_interval_s,
+            rules.install,
+            on_reject=rules.reject,
+        )
+    return ModerationParts(
+        metrics=metrics,
+        database=database,
+        verdicts=VerdictBatchStore(database, consumer_group),
+        outbox=outbox,
+        publisher=publisher,
+        inference=inference,
+        rules=rules,
+        strikes=StrikeCache(StrikeStore(database), ttl_s=settings.rules.strikes_ttl_s),
+        relay=VerdictOutbox(
+            outbox,
+            publisher,
+            settings.kafka.verdict_topic,
+            min_age_s=rel.outbox_min_age_s,
+            batch_items=rel.outbox_batch_items,
+            on_relayed=metrics.outbox_relayed_total.inc,
+            on_backlog=metrics.outbox_backlog_records.set,
+        ),
+        rescorer=Rescorer(
+            inference=inference,
+            store=PendingTextStore(database),
+            outbox=outbox,
+            publisher=publisher,
+            thresholds=settings.policy,
+            verdict_topic=settings.kafka.verdict_topic,
+            batch_items=rel.rescore_batch_items,
+            on_rescored=metrics.rescored_total.inc,
+            on_rejected=metrics.rescore_rejected_total.inc,
+        ),
+        rules_watch=watch,
+    )
+
+
+def build_processor(
+    parts: ModerationParts,
+    settings: ModerationSettings,
+    *,
+    acknowledger: Acknowledger,
+    positions: OffsetTracker | None,
+    store: BatchStore | None = None,
+    inference: Inference | None = None,
+    failpoints: Failpoints | None = None,
+) -> BatchProcessor:
+    """The batch processor over ``parts``: ``acknowledger`` is told of durable batches,
+    ``positions`` is the stream's offset tracker (``None`` for a source without offsets);
+    ``inference`` wraps the parts' client where a program bounds it (the online budget)."""
+    return BatchProcessor(
+        inference=inference or parts.inference,
+        store=store or parts.verdicts,
+        outbox=parts.outbox,
+        publisher=parts.publisher,
+        acknowledger=acknowledger,
+        positions=positions,
+        thresholds=settings.policy,
+        verdict_topic=settings.kafka.verdict_topic,
+        metrics=parts.metrics,
+        give_up=parts.give_up,
+        failpoints=failpoints,
+    )
+
+
+class StreamSource(Acknowledger, Protocol):
+    """The Kafka source as the worker runs it (``worker.source.KafkaSource``)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def fetch(self, timeout_ms: int) -> list[tuple[Any, int]]: ...
+
+    def owns(self, key: PartitionKey, epoch: int) -> bool: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+    def partitions_of(self, topic: str) -> list[int]: ...
+
+    async def lag(self) -> dict[PartitionKey, int]: ...
+
+    async def commit_all(self) -> None: ...
+
+
+class StreamProcessor(Protocol):
+    """The batch processor as the worker runs it (``worker.processing.BatchProcessor``)."""
+
+    @property
+    def store_healthy(self) -> bool: ...
+
+    async def process_model_batch(self, batch: Batch[Work]) -> None: ...
+
+    async def process_decided_batch(self, batch: Batch[Work]) -> None: ...
+
+
+SourceFactory = Callable[
+    [KafkaSettings, OffsetStore, OffsetTracker, Callable[[list[PartitionKey]], Any]], StreamSource
+]
+"""Makes the stream's source: (Kafka settings, stored offsets, tracker, on_revoke)."""
+
+
+class ProcessorFactory(Protocol):
+    def __call__(
+        self,
+        parts: ModerationParts,
+        settings: ModerationSettings,
+        *,
+        acknowledger: Acknowledger,
+        positions: OffsetTracker | None,
+        failpoints: Failpoints | None = None,
+    ) -> StreamProcessor: ...
+
+
+@dataclass(slots=True)
+class StreamParts:
+    """Everything ``modstream worker`` runs. :func:`build_stream_parts` makes them."""
+
+    moderation: ModerationParts
+    tracker: OffsetTracker
+    source: StreamSource
+    processor: StreamProcessor
+    lanes: Lanes[Work]
+    backpressure: Backpressure
+    failpoints: Failpoints
+    loops: dict[str, Loop]
+    """Background loops by name: the outbox relay, the re-scorer, the breaker's probe, the
+    consumer lag probe and the rule file watch (when reloading is on)."""
+
+
+def build_stream_parts(
+    settings: WorkerSettings,
+    *,
+    moderation: ModerationParts | None = None,
+    make_source: SourceFactory = KafkaSource,
+    make_processor: ProcessorFactory = build_processor,
+) -> StreamParts:
+    """The stream's parts over ``moderation`` (built from ``settings`` when not given);
+    ``make_source`` and ``make_processor`` let a test hand in its own source and processor."""
+    parts = moderation or build_parts(settings, consumer_group=settings.kafka.group_id)
+    b = settings.batch
+    tracker = OffsetTracker()
+    lanes: Lanes[Work] | None = None
+
+    async def on_revoke(keys: list[PartitionKey]) -> None:
+        # The lanes exist by the time any partition is revoked (the source is not started yet).
+        assert lanes is not None
+        await drain_partitions(lanes, tracker, keys, settings.kafka.rebalance_timeout_ms / 2000.0)
+
+    source = make_source(settings.kafka, parts.verdicts, tracker, on_revoke)
+    failpoints = Failpoints(settings.failpoint)
+    processor = make_processor(
+        parts, settings, acknowledger=source, positions=tracker, failpoints=failpoints
+    )
+    # The lanes hold every record that may be in flight (the limit plus one fetch), so a put
+    # never blocks the consume loop: backpressure is pause/resume, not a stall.
+    queue_items = b.max_records_in_flight + settings.kafka.max_poll_records
+    lanes = Lanes(
+        model=Dispatcher(
+            "model",
+            processor.process_model_batch,
+            slots=b.max_in_flight,
+            max_items=b.max_items,
+            max_wait_s=b.max_wait_s,
+            queue_items=queue_items,
+            # Below the upper bounds a batch closes once the model has nothing in flight, or
+            # when its oldest message has waited target_latency_ms.
+            target_latency_s=b.target_latency_ms / 1000.0 if b.target_latency_ms else None,
+        ),
+        decided=Dispatcher(
+            "decided",
+            processor.process_decided_batch,
+            slots=1,
+            max_items=b.max_items,
+            max_wait_s=_DECIDED_WAIT_S,
+            queue_items=queue_items,
+            close_when_idle=False,
+        ),
+    )
+    return StreamParts(
+        moderation=parts,
+        tracker=tracker,
+        source=source,
+        processor=processor,
+        lanes=lanes,
+        backpressure=Backpressure(
+            b.max_records_in_flight, b.resume_ratio, high_bytes=b.max_bytes_in_flight
+        ),
+        failpoints=failpoints,
+        loops=_stream_loops(parts, settings, source, tracker),
+    )
+
+
+def _stream_loops(
+    parts: ModerationParts, settings: WorkerSettings, source: StreamSource, tracker: OffsetTracker
+) -> dict[str, Loop]:
+    """The relay and the re-scorer over the partitions this worker owns, the breaker's probe,
+    the consumer lag probe and the rule file watch."""
+    topic = settings.kafka.input_topic
+    rel = settings.reliability
+
+    def owned() -> Sequence[int]:
+        return source.partitions_of(topic)
+
+    loops: dict[str, Loop] = {
+        "watch_breaker": functools.partial(watch_breaker, parts.inference, parts.metrics),
+        "consumer_lag": ConsumerLagProbe(source, tracker, parts.metrics).run,
+        "outbox": lambda done: parts.relay.run(done, rel.outbox_interval_s, topic, owned),
+        "rescore": lambda done: parts.rescorer.run(
+            done, rel.rescore_interval_s, parts.inference.probe, topic, owned
+        ),
+    }
+    if parts.rules_watch is not None:
+        loops["rules_watch"] = parts.rules_watch.run
+    return loops
