@@ -44,9 +44,9 @@ SELECT message_id, source_offset, sent_at FROM online_messages WHERE message_id 
 
 _STORED_VERDICT = """
 SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
-       decision, decided_by, escalated, category, priority, reasons, rule_hits::text AS rule_hits,
-       scores::text AS scores, sentiment_label, intent_label, toxicity_label, model_name,
-       model_version, batch_id, queue_ms, inference_ms, created_at, updated_at
+       text_sha256, decision, decided_by, escalated, category, priority, reasons,
+       rule_hits::text AS rule_hits, scores::text AS scores, model_name, model_version, batch_id,
+       queue_ms, inference_ms, updated_at
 FROM verdicts
 WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 AND sent_at = $4
 """

@@ -24,7 +24,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Protocol
 
 from online.claims import Claim
@@ -34,7 +34,7 @@ from online.errors import Overloaded, StoreDown
 from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.verdict import Verdict
-from pipelines.verdict_codec import record_from_row, verdict_record
+from pipelines.verdict_codec import verdict_from_row
 from worker.rule_stage import RuleStage
 from worker.sender_strikes import StrikeCache
 from worker.stores.database import StoreUnavailable
@@ -64,9 +64,9 @@ class Latency:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
-    """A check's verdict as its published record (``pipelines.verdict_codec``)."""
+    """A check's verdict: the one this call stored, or the one stored for its message id."""
 
-    record: Mapping[str, object]
+    verdict: Verdict
     replayed: bool
     latency: Latency
 
@@ -149,7 +149,7 @@ class OnlineModerator:
         verdict = await asyncio.shield(answer)
         finished = time.monotonic()
         return Answer(
-            verdict_record(verdict, created_at=datetime.now(UTC)),
+            verdict,
             replayed=False,
             latency=Latency(
                 rules_ms=(ruled - rules_started) * 1000.0,
@@ -210,8 +210,8 @@ def _total(started: float) -> Latency:
 
 
 def _replayed_verdict(verdict: Verdict, started: float) -> Answer:
-    return Answer(verdict_record(verdict, created_at=datetime.now(UTC)), True, _total(started))
+    return Answer(verdict, True, _total(started))
 
 
 def _replayed_row(row: Mapping[str, object], started: float) -> Answer:
-    return Answer(record_from_row(row), True, _total(started))
+    return Answer(verdict_from_row(row), True, _total(started))

@@ -19,6 +19,10 @@ Unknown top-level fields are ignored; ``null`` counts as absent. No string may c
 (PostgreSQL text and jsonb cannot store it). Every failure raises ``DecodeError`` with a stable
 ``code`` and a short ``reason`` meant for Kafka headers and logs: it names fields and limits,
 never the message text or any other value from the record.
+
+:func:`message_from_fields` runs the same field checks on values that arrive already parsed (the
+online service's protobuf request): the same messages are accepted, normalised and refused with
+the same codes, and ``sent_at`` may also be a ``datetime`` (it must be timezone-aware).
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "DecodeError",
     "DecodeErrorCode",
     "decode_message",
+    "message_from_fields",
 ]
 
 MAX_ID_CHARS = 128
@@ -105,6 +110,14 @@ def decode_message(
         raise DecodeError(
             f"top level is {_json_type(document)}, expected object", DecodeErrorCode.NOT_OBJECT
         )
+    return message_from_fields(document, max_text_chars=max_text_chars)
+
+
+def message_from_fields(
+    document: dict[str, object], *, max_text_chars: int = MAX_TEXT_CHARS
+) -> ChatMessage:
+    """Validate a message's fields given as parsed values (the keys of the JSON record; ``None``
+    or a missing key is an absent field); raise ``DecodeError`` (and nothing else) if invalid."""
     ids = [_id_field(document, name) for name in _ID_FIELDS]
     return ChatMessage(
         message_id=ids[0],
@@ -190,6 +203,8 @@ def _text_field(document: dict[str, object], max_text_chars: int) -> str:
 
 def _sent_at(document: dict[str, object]) -> datetime:
     value = _required(document, "sent_at")
+    if isinstance(value, datetime):
+        return _aware_utc(value)
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DecodeError(
             f"field 'sent_at' is {_json_type(value)}, expected string or integer",
@@ -213,10 +228,14 @@ def _iso_timestamp(value: str) -> datetime:
         raise DecodeError(
             "field 'sent_at' is not an ISO-8601 timestamp", DecodeErrorCode.BAD_TIMESTAMP
         ) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
+    return _aware_utc(parsed)
+
+
+def _aware_utc(moment: datetime) -> datetime:
+    if moment.tzinfo is None or moment.utcoffset() is None:
         raise DecodeError("field 'sent_at' has no UTC offset", DecodeErrorCode.BAD_TIMESTAMP)
     try:
-        return parsed.astimezone(UTC)
+        return moment.astimezone(UTC)
     except (OverflowError, ValueError):
         raise DecodeError(
             "field 'sent_at' is out of range in UTC", DecodeErrorCode.BAD_TIMESTAMP

@@ -2,7 +2,8 @@
 
 Three shapes, and the conversions between them:
 
-* the **row**: the values of one ``verdicts`` row, column by column (``VERDICT_COLUMNS``);
+* the **row**: the values of one ``verdicts`` row, column by column (``VERDICT_COLUMNS``), and
+  back to a ``Verdict`` (``verdict_from_row``: the online service answers a repeat from it);
 * the **record** published to ``moderation.verdicts``: built from a ``Verdict`` right after it is
   stored, or from a stored row when the outbox relay sends it again. Both give the same JSON.
 
@@ -28,7 +29,8 @@ import orjson
 
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
-from pipelines.verdict import Verdict
+from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS, ModelScores
+from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -39,6 +41,7 @@ __all__ = [
     "record_from_row",
     "row_kafka_record",
     "row_key",
+    "verdict_from_row",
     "verdict_kafka_records",
     "verdict_record",
     "verdict_row",
@@ -150,6 +153,47 @@ def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
             action=RuleAction(str(item["action"])),
         )
         for item in items
+    )
+
+
+def _scores_from_json(value: Any) -> ModelScores | None:
+    scores = _json(value)
+    if scores is None:
+        return None
+    return ModelScores(
+        sentiment=tuple(float(scores["sentiment"][label]) for label in SENTIMENT_LABELS),
+        intent=tuple(float(scores["intent"][label]) for label in INTENT_LABELS),
+        toxicity=tuple(float(scores["toxicity"][label]) for label in TOXICITY_LABELS),
+    )
+
+
+def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
+    """The ``Verdict`` a stored row holds (the inverse of ``verdict_row``)."""
+    inference_ms = row["inference_ms"]
+    return Verdict(
+        position=SourcePosition(
+            row["source_topic"], int(row["source_partition"]), int(row["source_offset"])
+        ),
+        message_id=row["message_id"],
+        group_id=row["group_id"],
+        sender_id=row["sender_id"],
+        sent_at=row["sent_at"],
+        text_sha256=row["text_sha256"],
+        rule_hits=hits_from_json(_json(row["rule_hits"]) or []),
+        scores=_scores_from_json(row["scores"]),
+        result=PolicyResult(
+            decision=Decision(row["decision"]),
+            decided_by=DecidedBy(row["decided_by"]),
+            escalate=bool(row["escalated"]),
+            category=row["category"],
+            priority=float(row["priority"]),
+            reasons=tuple(row["reasons"] or ()),
+        ),
+        model_name=row["model_name"],
+        model_version=row["model_version"],
+        batch_id=str(row["batch_id"]) if row["batch_id"] is not None else None,
+        queue_ms=float(row["queue_ms"]),
+        inference_ms=float(inference_ms) if inference_ms is not None else None,
     )
 
 

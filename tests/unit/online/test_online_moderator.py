@@ -107,8 +107,8 @@ async def test_concurrent_repeats_are_decided_once_and_all_get_that_verdict() ->
     assert sum(len(c) for c in model.calls) == 1
     assert sum(len(b.verdicts) for b in store.batches) == 1
     assert sorted(a.replayed for a in answers) == [False, True, True, True, True]
-    assert {a.record["source_offset"] for a in answers} == {0}
-    assert {a.record["decided_by"] for a in answers} == {"model"}
+    assert {a.verdict.position.offset for a in answers} == {0}
+    assert {a.verdict.result.decided_by for a in answers} == {"model"}
 
 
 async def test_a_later_repeat_is_answered_from_the_stored_row() -> None:
@@ -122,8 +122,8 @@ async def test_a_later_repeat_is_answered_from_the_stored_row() -> None:
     await task
     assert not first.replayed
     assert second.replayed
-    assert second.record["decision"] == first.record["decision"]
-    assert second.record["source_offset"] == first.record["source_offset"]
+    assert second.verdict.result == first.verdict.result
+    assert second.verdict.position == first.verdict.position
     assert len(model.calls) == 1
 
 
@@ -136,7 +136,7 @@ async def test_a_claim_without_a_row_is_decided_again_at_the_same_coordinates() 
     await moderator._collector.close()
     await task
     assert answer.replayed
-    assert answer.record["source_offset"] == 0
+    assert answer.verdict.position.offset == 0
     assert [v.position.offset for b in store.batches for v in b.verdicts] == [0]
 
 
@@ -149,5 +149,5 @@ async def test_the_model_budget_never_exceeds_the_deadline_minus_the_write_reser
     took = time.monotonic() - started
     await moderator._collector.close()
     await task
-    assert answer.record["decided_by"] == "pending_model"
+    assert answer.verdict.result.decided_by == "pending_model"
     assert took < 0.2

@@ -1,4 +1,5 @@
-"""online.request: requests are validated by the stream's decoder, with its reason codes."""
+"""online.request: requests are decoded straight into ChatMessage by the stream decoder's own field
+checks, with its reason codes, and give the message the stream would read."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from google.protobuf.struct_pb2 import Struct
 
 from online.api import moderation_pb2 as pb
 from online.errors import InvalidMessage
-from online.request import message_from_request, request_record
+from online.request import message_from_request, request_fields
+from pipelines.decode import decode_message
 
 SENT = datetime(2026, 12, 3, 10, 0, 0, 123456, tzinfo=UTC)
 
@@ -65,10 +67,37 @@ def test_the_record_never_exceeds_the_stream_size_limit_unnoticed() -> None:
 
 
 def test_an_unset_timestamp_is_an_absent_field_not_the_epoch() -> None:
-    """Without sent_at the record has no sent_at key (the decoder then says missing_field)."""
-    document = orjson.loads(request_record(_request(sent_at=None)))
-    assert "sent_at" not in document
-    assert "metadata" not in document
+    """Without sent_at the fields have no sent_at (the decoder then says missing_field)."""
+    fields = request_fields(_request(sent_at=None))
+    assert "sent_at" not in fields
+    assert "metadata" not in fields
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {},
+        {"text": "\uff26\uff35\uff2c\uff2c width and \u200bzero width"},
+        {"sent_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)},
+        {"message_id": " padded id ", "group_id": "群"},
+    ],
+)
+def test_a_request_gives_the_message_the_stream_would_decode(fields: dict[str, object]) -> None:
+    """The same fields published as a Kafka record and sent as a request give equal messages."""
+    metadata = Struct()
+    metadata.update({"sender_joined_at": "2026-12-01T00:00:00Z", "nested": {"a": [1, "b"]}})
+    request = _request(metadata=metadata, **fields)
+    sent_at = request.sent_at.ToDatetime(tzinfo=UTC)
+    record = {
+        "message_id": request.message_id,
+        "group_id": request.group_id,
+        "sender_id": request.sender_id,
+        "text": request.text,
+        "sent_at": sent_at.isoformat(),
+        "metadata": {"sender_joined_at": "2026-12-01T00:00:00Z", "nested": {"a": [1.0, "b"]}},
+    }
+    streamed = decode_message(orjson.dumps(record), max_bytes=1_000_000)
+    assert message_from_request(request, max_bytes=1_000_000) == streamed
 
 
 def test_a_timestamp_beyond_datetime_is_a_bad_timestamp() -> None:

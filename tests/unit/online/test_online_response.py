@@ -1,4 +1,4 @@
-"""online.response: the gRPC answer carries every field of the published verdict record."""
+"""online.response: the gRPC answer carries every field of the verdict, as published."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_every_record_field_reaches_the_response() -> None:
         queue_ms=1.5,
     )
     record = verdict_record(verdict, created_at=datetime.now(UTC))
-    response = check_response(Answer(record, False, Latency(0.2, 1.5, 4.5, 7.0)))
+    response = check_response(Answer(verdict, False, Latency(0.2, 1.5, 4.5, 7.0)))
     assert response.message_id == "m-1"
     assert response.source_offset == 41
     assert response.escalate
@@ -38,6 +38,12 @@ def test_every_record_field_reaches_the_response() -> None:
     ]
     assert response.scores["toxicity"].label == "none"
     assert response.scores["intent"].probabilities["chat"] == 1.0
+    assert {task: dict(scores.probabilities) for task, scores in response.scores.items()} == record[
+        "scores"
+    ]
+    assert {task: scores.label for task, scores in response.scores.items()} == record["labels"]
+    assert response.category == (record["category"] or "")
+    assert response.priority == record["priority"]
     assert (response.model_name, response.model_version) == ("moderation", "3")
     assert response.latency.total_ms == 7.0
     assert not response.replayed
@@ -47,8 +53,7 @@ def test_a_rules_only_record_has_no_scores_or_model() -> None:
     """Without scores the response's score map and model fields stay empty."""
     facts = MessageFacts(SourcePosition("online", 0, 1), "m-2", "g-1", "u-1", SENT_AT, "cd" * 32)
     verdict = make_verdict(facts, RuleOutcome(), None, PolicyThresholds(), ModelRun(), queue_ms=0.0)
-    record = verdict_record(verdict, created_at=datetime.now(UTC))
-    response = check_response(Answer(record, True, Latency()))
+    response = check_response(Answer(verdict, True, Latency()))
     assert response.decided_by == "pending_model"
     assert not response.scores
     assert response.model_name == ""

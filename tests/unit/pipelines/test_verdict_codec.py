@@ -21,6 +21,7 @@ from pipelines.verdict_codec import (
     record_from_row,
     row_kafka_record,
     row_key,
+    verdict_from_row,
     verdict_kafka_records,
     verdict_record,
     verdict_row,
@@ -231,3 +232,12 @@ def test_hits_round_trip_through_their_stored_form() -> None:
     """``hits_from_json(hit.as_dict())`` gives the hit back."""
     hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
     assert hits_from_json([hit.as_dict()]) == (hit,)
+
+
+@pytest.mark.parametrize("scored", [True, False])
+def test_a_stored_row_reads_back_as_the_verdict_that_was_stored(scored: bool) -> None:
+    """``verdict_from_row`` inverts ``verdict_row``: the online service answers a repeat with
+    the very verdict its first call stored."""
+    verdict = _stored_verdict(scored)
+    row = _as_read(verdict, datetime(2026, 12, 2, 12, 5, tzinfo=UTC))
+    assert verdict_from_row(row) == verdict
