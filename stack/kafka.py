@@ -107,8 +107,13 @@ def render_log4j2(log_file: Path) -> str:
 
 
 def new_cluster_id() -> str:
-    """A random cluster id in Kafka's format (URL-safe base64 of 16 bytes, no padding)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A random cluster id in Kafka's format (URL-safe base64 of 16 bytes, no padding), never
+    starting with ``-`` (the storage tool would read it as an option, as Kafka's own
+    ``Uuid.randomUuid`` avoids too): one id in 64 would fail to format."""
+    while True:
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 async def _describe_cluster(target: KafkaSettings | str) -> bool:

@@ -63,6 +63,17 @@ def test_cluster_id_is_16_bytes_urlsafe() -> None:
     assert first != second
 
 
+def test_cluster_id_never_starts_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An id the storage tool would read as an option (``-t -abc...``) is drawn again."""
+    import uuid
+
+    dashed = uuid.UUID(bytes=base64.urlsafe_b64decode("-" + "A" * 21 + "=="))
+    plain = uuid.UUID(int=1)
+    draws = iter([dashed, plain])
+    monkeypatch.setattr("stack.kafka.uuid.uuid4", lambda: next(draws))
+    assert new_cluster_id() == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")
+
+
 def test_jars_marker_tracks_the_pom(tmp_path: Path) -> None:
     """jars_ready() is true only when the marker holds the current pom's hash."""
     pom = tmp_path / "pom.xml"
