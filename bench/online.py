@@ -3,10 +3,13 @@
 For each run a ``modstream online`` process is started on a throw-away database (created and
 migrated here, dropped after) with its own verdict topic. Calls are sent at a fixed rate whether
 or not earlier ones have answered (open loop: a slow server cannot slow the arrivals down, so
-queueing shows up in the latency, measured from each call's scheduled send time). Printed per
-run: p50/p95/p99 latency, achieved rate (answered calls per second of the run), status codes,
-how the verdicts were decided, the mean coalesced model batch (model verdict rows per
-``batch_id``), and the CPU the service and this client used (cores) with the machine's busy share.
+queueing shows up in the latency). The load comes from ``ghz`` (``--client ghz``, the default
+when ``scripts/bootstrap.sh`` has built it: ``--async --rps``, latency from each call's send; see
+``bench.ghz``) or from this process (``--client python``: one grpc.aio channel, latency from each
+call's scheduled send time). Printed per run: p50/p95/p99 latency, achieved rate (answered calls
+per second of the run), status codes, how the verdicts were decided, the mean coalesced model
+batch (model verdict rows per ``batch_id``), the CPU the service and the client used (cores), the
+machine's busy share, and the service's CPU per answered call (``service_cpu_ms_per_call``).
 
 Fixture leg: the local stack's Triton (the fixture model), at each of ``--rates``. Real leg (when
 ``--model-repository`` holds a built ``model_repository/``, or with ``--real-triton-url``): a
@@ -15,7 +18,8 @@ own batch-32 rate is measured (one request at a time, before and after the load)
 loaded at ``--real-fraction`` (80 %) of that rate, and its p99 is compared with twice the
 batch-32 time, all in one run. Last line: ``online_p99_ms_fixture=… online_rps_fixture=…``
 (the run at the highest fixture rate) ``online_p99_ms_real=… online_rps_real=…
-coalesced_batch_mean=…`` (of the real leg; of that fixture run when the real leg is skipped).
+coalesced_batch_mean=…`` (of the real leg; of that fixture run when the real leg is skipped)
+``online_cpu_ms_per_call_fixture=…`` (the service's CPU per answered call, same fixture run).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from grpc_health.v1 import health_pb2
 from pydantic import SecretStr
 
 from admin.migrate import migrate
+from bench.ghz import find_ghz, ghz_load
 from bench.models import (
     REPOSITORY,
     cycled_batch,
@@ -91,6 +96,12 @@ class LoadResult:
     @property
     def p99_ms(self) -> float:
         return percentile(self.latencies_ms, 99)
+
+    @property
+    def service_cpu_ms_per_call(self) -> float:
+        """The service's CPU time per answered call, in milliseconds."""
+        calls = len(self.latencies_ms)
+        return self.service_cores * self.seconds / calls * 1000.0 if calls else 0.0
 
 
 def percentile(values: Sequence[float], pct: float) -> float:
@@ -259,8 +270,10 @@ async def measure(
     deadline_s: float,
     texts: Sequence[str],
     extra_env: dict[str, str] | None = None,
+    ghz: Path | None = None,
 ) -> LoadResult:
-    """One run against a fresh service that talks to the Triton at ``triton_url``."""
+    """One run against a fresh service that talks to the Triton at ``triton_url``; the load
+    comes from ``ghz`` when given, else from this process."""
     async with _scratch(settings) as (dsn, topic, token):
         port = _free_port()
         env = {
@@ -277,13 +290,32 @@ async def measure(
             await run_load(port, token, texts, min(rate, 50.0), 1.0, deadline_s)
             service, client = process_sample(pid), process_sample(os.getpid())
             ticks, everyone = machine_ticks(), cpu_by_process()
-            latencies, statuses, wall = await run_load(
-                port, token, texts, rate, seconds, deadline_s
-            )
-            names = {pid: "service", os.getpid(): "client"}
-            top = busiest(everyone, cpu_by_process(), wall, names)
+            started = time.monotonic()
+            if ghz is None:
+                latencies, statuses, wall = await run_load(
+                    port, token, texts, rate, seconds, deadline_s
+                )
+                client_cpu = process_sample(os.getpid()).cpu_s - client.cpu_s
+            else:
+                run = await ghz_load(
+                    ghz,
+                    port=port,
+                    token=token,
+                    texts=texts,
+                    rate=rate,
+                    seconds=seconds,
+                    deadline_s=deadline_s,
+                )
+                latencies, statuses, wall, client_cpu = (
+                    run.latencies_ms,
+                    run.statuses,
+                    run.seconds,
+                    run.client_cpu_s,
+                )
+            measured_s = time.monotonic() - started
+            names = {pid: "service", os.getpid(): "bench"}
+            top = busiest(everyone, cpu_by_process(), measured_s, names)
             service_cpu = process_sample(pid).cpu_s - service.cpu_s
-            client_cpu = process_sample(os.getpid()).cpu_s - client.cpu_s
             busy = busy_fraction(ticks, machine_ticks())
         mean, decided_by = await _verdict_figures(dsn)
         return LoadResult(
@@ -292,8 +324,8 @@ async def measure(
             wall,
             mean,
             decided_by,
-            service_cpu / wall,
-            client_cpu / wall,
+            service_cpu / measured_s,
+            client_cpu / measured_s,
             busy,
             top,
         )
@@ -307,7 +339,8 @@ def _report(label: str, result: LoadResult, rate: float) -> None:
         f"p99={percentile(lat, 99):.1f}ms statuses={dict(result.statuses)} "
         f"decided_by={dict(result.decided_by)} coalesced_batch_mean={result.batch_mean:.2f} "
         f"service_cores={result.service_cores:.2f} client_cores={result.client_cores:.2f} "
-        f"machine_busy={result.machine_busy:.2f}",
+        f"machine_busy={result.machine_busy:.2f} "
+        f"service_cpu_ms_per_call={result.service_cpu_ms_per_call:.3f}",
         flush=True,
     )
     cores = " ".join(f"{name}={used:.2f}" for name, used in result.busiest)
@@ -321,7 +354,9 @@ def _batch32_ms(url: str, model: str, batches: int) -> float:
     return 32_000.0 / messages_per_s(triton_infer(url, model), work)
 
 
-def _real_leg(args: argparse.Namespace, settings: OnlineSettings, texts: list[str]) -> LoadResult:
+def _real_leg(
+    args: argparse.Namespace, settings: OnlineSettings, texts: list[str], ghz: Path | None
+) -> LoadResult:
     """Batch-32 time, the online service at ``real_fraction`` of that rate, batch-32 again."""
     with ExitStack() as stack:
         url = args.real_triton_url or private_server(stack, args.model_repository)
@@ -333,7 +368,9 @@ def _real_leg(args: argparse.Namespace, settings: OnlineSettings, texts: list[st
         deadline_s = max(args.deadline_ms, 2.0 * budget_ms) / 1000.0
         env = {"MODSTREAM_ONLINE__MODEL_BUDGET_MS": f"{budget_ms:.0f}"}
         print(f"real: model_budget_ms={budget_ms:.0f} deadline={deadline_s * 1000:.0f}ms")
-        result = asyncio.run(measure(settings, url, rate, args.seconds, deadline_s, texts, env))
+        result = asyncio.run(
+            measure(settings, url, rate, args.seconds, deadline_s, texts, env, ghz=ghz)
+        )
         after = _batch32_ms(url, model, args.batch32_requests)
     batch32 = statistics.fmean([before, after])
     _report("real", result, rate)
@@ -381,7 +418,18 @@ def main(argv: list[str] | None = None) -> int:
         help="the service's model budget in the real leg (default 4x the batch-32 time)",
     )
     parser.add_argument("--batch32-requests", type=int, default=12, help="timed batch-32 calls")
+    parser.add_argument(
+        "--client",
+        choices=("ghz", "python"),
+        default=None,
+        help="the load generator (default: ghz when scripts/bootstrap.sh has built it)",
+    )
     args = parser.parse_args(argv)
+    ghz = find_ghz()
+    client = args.client or ("ghz" if ghz is not None else "python")
+    if client == "ghz" and ghz is None:
+        parser.error("ghz is not installed: scripts/bootstrap.sh builds it (go install)")
+    load_tool = ghz if client == "ghz" else None
     args.model_repository = args.model_repository.resolve()
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
     settings = OnlineSettings()
@@ -389,7 +437,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"open loop: rates={rates} seconds={args.seconds:.0f} deadline={args.deadline_ms:.0f}ms "
         f"max_items={settings.online.max_items} max_wait_ms={settings.online.max_wait_ms} "
-        f"model_budget_ms={settings.online.model_budget_ms} cores={os.cpu_count()}",
+        f"model_budget_ms={settings.online.model_budget_ms} cores={os.cpu_count()} "
+        f"client={client}",
         flush=True,
     )
     fixture: LoadResult | None = None
@@ -402,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.seconds,
                 args.deadline_ms / 1000.0,
                 texts,
+                ghz=load_tool,
             )
         )
         _report("fixture", fixture, rate)
@@ -413,13 +463,14 @@ def main(argv: list[str] | None = None) -> int:
     if skipped is not None:
         print(f"real: not measured: {skipped}")
     else:
-        real = _real_leg(args, settings, texts)
+        real = _real_leg(args, settings, texts, load_tool)
         real_p99, real_rps = f"{real.p99_ms:.1f}", f"{real.rps:.1f}"
         batch_mean = real.batch_mean
     print(
         f"online_p99_ms_fixture={fixture.p99_ms:.1f} online_rps_fixture={fixture.rps:.1f} "
         f"online_p99_ms_real={real_p99} online_rps_real={real_rps} "
-        f"coalesced_batch_mean={batch_mean:.2f}"
+        f"coalesced_batch_mean={batch_mean:.2f} "
+        f"online_cpu_ms_per_call_fixture={fixture.service_cpu_ms_per_call:.3f}"
     )
     return 0
 

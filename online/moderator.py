@@ -133,7 +133,8 @@ class OnlineModerator:
         self, message: ChatMessage, position: SourcePosition, started: float, deadline: float
     ) -> Answer:
         if self._strikes is not None:
-            await self._prefetch(message.sender_id)
+            if not self._strikes.fresh(message.sender_id):
+                await self._prefetch(message.sender_id)
             message = self._strikes.enrich(message)
         rules_started = time.monotonic()
         outcome, model_text = self._rules.evaluate(message)

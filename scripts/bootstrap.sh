@@ -79,3 +79,13 @@ if ! command -v kubectl >/dev/null 2>&1 && [ ! -x "$VENV/bin/kustomize" ]; then
     say "installing kustomize $KUSTOMIZE_VERSION into $VENV/bin (go install)"
     GOBIN="$PWD/$VENV/bin" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION"
 fi
+
+# --- ghz (bench.online and tests/integration/test_online_ghz.py) --------------------------------
+# An open-loop gRPC load tool, built from the Go module proxy with the machine's Go (v0.93.0 is
+# what `go install github.com/bojand/ghz/cmd/ghz@latest` resolves to there; pinned here).
+GHZ_VERSION="v0.93.0"
+if [ ! -x "$VENV/bin/ghz" ]; then
+    command -v go >/dev/null 2>&1 || { say "go not found (it builds ghz for the online tests)"; exit 1; }
+    say "installing ghz $GHZ_VERSION into $VENV/bin (go install)"
+    GOBIN="$PWD/$VENV/bin" go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
+fi

@@ -43,6 +43,11 @@ class StrikeCache:
         self._clock = clock
         self._entries: dict[str, tuple[float, int]] = {}
 
+    def fresh(self, sender_id: str) -> bool:
+        """Whether the sender's total was loaded less than ``ttl_s`` ago (no look-up needed)."""
+        loaded = self._entries.get(sender_id)
+        return loaded is not None and self._clock() - loaded[0] <= self._ttl_s
+
     async def prefetch(self, sender_ids: Iterable[str]) -> None:
         """Load the senders whose entry is missing or older than ``ttl_s`` (one query)."""
         now = self._clock()

@@ -60,14 +60,19 @@ async def test_a_higher_platform_value_is_kept() -> None:
 
 
 async def test_lookups_are_cached_for_the_ttl_and_batched() -> None:
-    """Senders are looked up in one query per prefetch and not again until the TTL passes."""
+    """Senders are looked up in one query per prefetch and not again until the TTL passes;
+    ``fresh`` says which need no look-up (the online service skips the query for them)."""
     clock = Clock()
     source = FakeSource({"a": 1})
     cache = StrikeCache(source, ttl_s=30.0, clock=clock)
     await cache.prefetch(["a", "b", "a"])
     await cache.prefetch(["a", "b"])
     assert source.calls == [["a", "b"]]
+    assert cache.fresh("a")
+    assert cache.fresh("b")  # no strikes stored is an answer too
+    assert not cache.fresh("c")
     clock.now = 31.0
+    assert not cache.fresh("a")
     await cache.prefetch(["b"])
     assert source.calls == [["a", "b"], ["b"]]
 
