@@ -17,6 +17,7 @@ from typing import Any
 
 import asyncpg
 
+from admin.errors import AdminError
 from common.logs import configure_logging, get_logger
 from common.settings import ServiceSettings, project_root
 
@@ -27,7 +28,7 @@ _FILE_PATTERN = re.compile(r"^(?P<version>\d{4})_(?P<name>[a-z0-9_]+)\.sql$")
 _log = get_logger(__name__)
 
 
-class MigrationError(RuntimeError):
+class MigrationError(AdminError, RuntimeError):
     """The migrations folder or the database's migration history is inconsistent."""
 
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import asyncpg
 
+from admin.errors import AdminError
 from common.logs import configure_logging, get_logger
 from common.settings import ServiceSettings
 
@@ -48,7 +49,7 @@ _PARTITION_PATTERN = re.compile(r"^verdicts_(?P<year>\d{4})_(?P<month>\d{2})$")
 _log = get_logger(__name__)
 
 
-class RetentionError(ValueError):
+class RetentionError(AdminError, ValueError):
     """A retention argument that cannot be honoured."""
 
 

@@ -22,6 +22,7 @@ from aiokafka.errors import (
     UnsupportedSaslMechanismError,
 )
 
+from common.errors import CommonError
 from common.kafka_client import kafka_security_kwargs
 from common.settings import KafkaSettings
 
@@ -42,7 +43,7 @@ _AUTH_ERRORS = (
 )
 
 
-class KafkaAccessError(Exception):
+class KafkaAccessError(CommonError):
     """The brokers answered but refused this client; retrying cannot help (fatal at start-up)."""
 
     event: ClassVar[str] = "kafka_access_failed"

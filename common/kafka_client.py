@@ -18,6 +18,7 @@ import importlib
 import ssl
 from typing import TYPE_CHECKING, Any
 
+from common.errors import CommonError
 from common.settings import KafkaSettings
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ _SECRET_KEYS = frozenset({"sasl_plain_password"})
 _MASK = "**********"
 
 
-class KafkaClientConfigError(Exception):
+class KafkaClientConfigError(CommonError):
     """The Kafka security settings are valid but cannot be used (unreadable key, bad import)."""
 
 

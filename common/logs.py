@@ -1,8 +1,9 @@
 """Logging configured once: every log line is JSON on stderr, and an outage cannot flood it.
 
-``structlog`` renders our own events; the standard library's loggers (aiokafka, asyncio, uvicorn,
-grpc) go through the same processors via :class:`structlog.stdlib.ProcessorFormatter`, so their
-lines are JSON too (``logger`` names the source, ``event`` holds their text). Their text never
+``structlog`` renders our own events, each with ``logger`` naming the module that wrote it
+(:func:`get_logger`); the standard library's loggers (aiokafka, asyncio, uvicorn, grpc) go
+through the same processors via :class:`structlog.stdlib.ProcessorFormatter`, so their lines are
+JSON too (``logger`` names the source, ``event`` holds their text). Their text never
 carries chat message text: those libraries log connection state, not payloads. An exception a
 library logs is summarised as ``exception_type`` and a one-line ``exception`` (at most
 200 characters), not a traceback: a driver's traceback can quote a query's parameters, and a
@@ -21,6 +22,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable
+from typing import TextIO
 
 import orjson
 import structlog
@@ -127,16 +129,45 @@ def configure_logging(
     root.setLevel(max(numeric, logging.WARNING))
     structlog.configure(
         processors=[
+            _add_module,
             *_shared_processors(),
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(serializer=_dumps),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_ModuleLoggerFactory(sys.stderr),
         cache_logger_on_first_use=True,
     )
 
 
+class _ModuleLogger(structlog.PrintLogger):
+    """A print logger that knows which module it belongs to."""
+
+    def __init__(self, file: TextIO, name: str | None) -> None:
+        super().__init__(file)
+        self.name = name
+
+
+class _ModuleLoggerFactory:
+    """Makes each module's logger; the module name is ``get_logger``'s argument
+    (``structlog.PrintLoggerFactory`` would drop it)."""
+
+    def __init__(self, file: TextIO) -> None:
+        self._file = file
+
+    def __call__(self, *args: object) -> _ModuleLogger:
+        return _ModuleLogger(self._file, str(args[0]) if args else None)
+
+
+def _add_module(logger: WrappedLogger, _: str, event: EventDict) -> EventDict:
+    """``logger`` = the module that wrote the line, the key library lines name theirs in."""
+    name = getattr(logger, "name", None)
+    if name and "logger" not in event:
+        event["logger"] = name
+    return event
+
+
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
+    """The logger of module ``name``: each of its lines carries ``logger`` = ``name``."""
     logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
     return logger

@@ -14,6 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from common.errors import CommonError
+
 __all__ = [
     "DurableRecord",
     "PublishAfterDurable",
@@ -27,13 +29,14 @@ K = TypeVar("K")
 K_contra = TypeVar("K_contra", contravariant=True)
 
 
-class PublishError(Exception):
-    """Kafka did not acknowledge a record; the caller keeps the work pending and retries."""
+class PublishError(CommonError):
+    """Kafka did not acknowledge a record; the caller keeps the work pending and retries
+    (unless a subclass says the record itself is refused: ``retriable`` false)."""
 
     retriable = True
 
 
-class PublishDeferred(Exception):
+class PublishDeferred(CommonError):
     """Stored records were not all published and marked: the relay will send them again."""
 
     retriable = True

@@ -27,6 +27,7 @@ from common.api_tokens import TokenReader
 from common.logs import get_logger
 from online.auth import TokenAuthInterceptor
 from online.collector import CollectorStats
+from online.errors import OnlineError
 from online.metrics import CallMetricsInterceptor
 from online.parts import OnlineParts, build_online_parts
 from online.server import ModerationServicer, build_server, server_credentials, set_health
@@ -41,7 +42,7 @@ __all__ = ["OnlineFailed", "OnlineService", "serve_until_signalled"]
 _log = get_logger(__name__)
 
 
-class OnlineFailed(RuntimeError):
+class OnlineFailed(OnlineError):
     """A task of the service raised unexpectedly; it stopped (the exceptions are the cause)."""
 
 

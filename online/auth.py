@@ -20,6 +20,7 @@ from grpc import aio
 
 from common.api_tokens import TokenReader, digest, find_token_owner
 from common.logs import get_logger
+from online.errors import OnlineError
 
 __all__ = ["OPEN_SERVICES", "PLATFORM_ROLE", "TokenAuthInterceptor", "bearer_token"]
 
@@ -42,8 +43,10 @@ def bearer_token(metadata: Any) -> str | None:
     return None
 
 
-class _LookupFailed(Exception):
+class _LookupFailed(OnlineError):
     """The token could not be checked (PostgreSQL away)."""
+
+    status = grpc.StatusCode.UNAVAILABLE
 
 
 def _refuse(detail: str, code: grpc.StatusCode) -> grpc.RpcMethodHandler[Any, Any]:
@@ -98,7 +101,7 @@ class TokenAuthInterceptor(aio.ServerInterceptor):
             owner = await find_token_owner(self._reader(), token)
         except Exception as exc:  # PostgreSQL away: refuse, never let an unknown token pass
             _log.warning("online_token_lookup_failed", error=type(exc).__name__)
-            raise _LookupFailed from exc
+            raise _LookupFailed("cannot check the token now") from exc
         if owner is None or owner.role != PLATFORM_ROLE:
             self._accepted.pop(key, None)
             return False

@@ -23,7 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
+
+from pipelines.errors import PipelineError
 
 __all__ = ["DataFile", "DataFileError", "Provenance", "read_data_file", "strings", "table"]
 
@@ -31,10 +33,8 @@ _PROVENANCE_KEYS = frozenset({"source", "licence", "purpose", "notes"})
 _REQUIRED = ("source", "licence", "purpose")
 
 
-class DataFileError(ValueError):
+class DataFileError(PipelineError):
     """A data file that cannot be used: unreadable, not TOML, no provenance, a wrong shape."""
-
-    retriable: ClassVar[bool] = False
 
     def __init__(self, name: str, problem: str) -> None:
         super().__init__(f"data file {name}: {problem}")

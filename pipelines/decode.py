@@ -31,10 +31,10 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
-from typing import ClassVar
 
 import orjson
 
+from pipelines.errors import PipelineError
 from pipelines.messages import ChatMessage
 
 __all__ = [
@@ -81,10 +81,8 @@ class DecodeErrorCode(StrEnum):
     METADATA_TOO_LARGE = "metadata_too_large"
 
 
-class DecodeError(ValueError):
+class DecodeError(PipelineError):
     """A record that can never become a ``ChatMessage``: dead-letter it, do not retry."""
-
-    retriable: ClassVar[bool] = False
 
     def __init__(self, reason: str, code: DecodeErrorCode) -> None:
         super().__init__(reason)

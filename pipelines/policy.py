@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, replace
-from typing import ClassVar
 
+from pipelines.errors import PipelineError
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.scores import ModelScores
 from pipelines.severe_harm import (
@@ -80,10 +80,8 @@ _NO_MODEL_CONFIDENCE = 0.5
 _RULE_CONFIDENCE = 1.0
 
 
-class PolicyConfigError(ValueError):
+class PolicyConfigError(PipelineError):
     """Thresholds that cannot work together (out of [0, 1], or a flag above its block)."""
-
-    retriable: ClassVar[bool] = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipelines.errors import PipelineError
+
 __all__ = [
     "INTENT_LABELS",
     "MODEL_INPUT",
@@ -31,7 +33,7 @@ MODEL_OUTPUTS: dict[str, tuple[str, ...]] = {
 _ROW_SUM_TOLERANCE = 1e-3
 
 
-class ScoreRowError(ValueError):
+class ScoreRowError(PipelineError):
     """A model returned a row that breaks the contract (wrong width, NaN, not summing to 1)."""
 
 

@@ -277,7 +277,8 @@ async def _review_error(request: Request, exc: Exception) -> Response:
         response = render_error(request, exc)
     else:
         response = JSONResponse(
-            {"error": exc.code, "detail": str(exc)}, status_code=exc.status_code
+            {"error": exc.code, "detail": str(exc), "retriable": exc.retriable},
+            status_code=exc.status_code,
         )
     if exc.retry_after_s is not None:
         response.headers["Retry-After"] = str(exc.retry_after_s)

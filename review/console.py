@@ -63,8 +63,11 @@ _SHORTCUTS = {
 }
 
 
-class _SignInRequiredError(Exception):
-    """No live console session: send the browser to the sign-in page."""
+class _SignInRequiredError(ReviewError):
+    """No live console session: send the browser to the sign-in page (its own handler)."""
+
+    code = "sign_in_required"
+    status_code = 401
 
 
 def _page(request: Request, name: str, context: dict[str, Any], status_code: int = 200) -> Response:
@@ -89,7 +92,7 @@ async def _session(request: Request) -> ConsoleSession:
     async with svc.pool.acquire() as conn:
         session = await authenticate_session(conn, cookie)
     if session is None:
-        raise _SignInRequiredError
+        raise _SignInRequiredError("sign in first")
     request.state.console_session = session
     return session
 

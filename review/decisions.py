@@ -30,6 +30,7 @@ from common.publishing import (
     DurableRecord,
     PublishAfterDurable,
     PublishDeferred,
+    PublishError,
     RecordPublisher,
 )
 from common.settings import KafkaSettings
@@ -193,8 +194,10 @@ class OutboxRelay:
                     await publishing.publish([record])
                 except PublishDeferred as exc:
                     attempts = await conn.fetchval(_COUNT_ATTEMPT, row["decision_id"])
-                    if isinstance(exc.__cause__, PublishRefusedError):
-                        await self._refused(conn, row["decision_id"], attempts, exc.__cause__)
+                    cause = exc.__cause__
+                    if isinstance(cause, PublishError) and not cause.retriable:
+                        # Kafka refuses this record itself: count it, set aside after attempts.
+                        await self._refused(conn, row["decision_id"], attempts, cause)
                         continue
                     failure = PublishFailedError(str(exc))
                     break
@@ -212,7 +215,7 @@ class OutboxRelay:
         conn: asyncpg.pool.PoolConnectionProxy[Any],
         decision_id: Any,
         attempts: int,
-        error: PublishRefusedError,
+        error: PublishError,
     ) -> None:
         if self._on_refused is not None:
             self._on_refused()

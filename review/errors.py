@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from common.publishing import PublishError
 
 __all__ = [
@@ -26,7 +28,8 @@ class ReviewError(Exception):
 
     code = "review_error"
     status_code = 400
-    retriable = False
+    retriable: ClassVar[bool] = False
+    """Whether the same request may succeed later; the API's error body carries it."""
     retry_after_s: int | None = None
     """When set, the answer carries ``Retry-After`` with this many seconds."""
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.settings import project_root
-from stack.errors import ToolMissingError
+from stack.errors import StackError, ToolMissingError
 from stack.service import LocalService
 from stack.settings import StackSettings
 
@@ -30,7 +30,7 @@ ALERT_RULES = project_root() / "deploy" / "k8s" / "base" / "monitoring" / "alert
 _PROBE_TIMEOUT_S = 2.0
 
 
-class QueryError(RuntimeError):
+class QueryError(StackError, RuntimeError):
     """Prometheus refused a query or could not be asked."""
 
 

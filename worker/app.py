@@ -22,6 +22,7 @@ from contextlib import AsyncExitStack
 
 from common.logs import get_logger
 from worker.consume import ConsumeLoop
+from worker.errors import WorkerError
 from worker.http import HealthServer
 from worker.parts import StreamParts, build_stream_parts
 from worker.settings import WorkerSettings
@@ -33,7 +34,7 @@ __all__ = ["Worker", "WorkerFailed"]
 _log = get_logger(__name__)
 
 
-class WorkerFailed(RuntimeError):
+class WorkerFailed(WorkerError, RuntimeError):
     """A task of the worker raised unexpectedly; the worker stopped and shut down (the task's
     exceptions are chained as the cause)."""
 

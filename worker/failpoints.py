@@ -22,6 +22,8 @@ import signal
 from collections.abc import Callable
 from typing import Literal, get_args
 
+from worker.errors import WorkerError
+
 __all__ = [
     "FAILPOINT_ACTIONS",
     "FAILPOINT_NAMES",
@@ -47,11 +49,11 @@ FAILPOINT_ACTIONS: tuple[FailpointAction, ...] = get_args(FailpointAction)
 """What an armed point does when its pass comes: SIGKILL the process, or raise."""
 
 
-class FailpointError(ValueError):
+class FailpointError(WorkerError, ValueError):
     """The failpoint specification names an unknown action or point, or a bad count."""
 
 
-class FailpointRaised(RuntimeError):
+class FailpointRaised(WorkerError, RuntimeError):
     """Raised by a ``raise:`` failpoint: an unexpected error injected on purpose."""
 
     def __init__(self, name: str, count: int) -> None:

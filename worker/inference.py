@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import Protocol
 
 from pipelines.scores import ModelScores
 from worker.breaker import BreakerState
+from worker.errors import WorkerError
 
 __all__ = [
     "InferenceClient",
@@ -25,8 +26,8 @@ __all__ = [
 ]
 
 
-class InferenceError(Exception):
-    retriable: ClassVar[bool] = False
+class InferenceError(WorkerError):
+    """The model gave no scores; ``retriable`` says whether it may later (see the kinds)."""
 
 
 class InferenceUnavailable(InferenceError):

@@ -35,12 +35,13 @@ from pipelines.verdict import DecidedBy, Verdict
 from pipelines.verdict_codec import VerdictRowKey
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
 from worker.batcher import Batch
+from worker.errors import WorkerError
 from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.retry import backoff_s
-from worker.stores.database import StoreError, StoreUnavailable
+from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingText
 from worker.stores.review_items import Escalation
 from worker.stores.verdict_batches import DeadLetter, VerdictBatch
@@ -80,7 +81,7 @@ class Acknowledger(Protocol):
         """``works`` are stored (``stored``: the verdicts and dead letters PostgreSQL kept)."""
 
 
-class _Abandoned(Exception):
+class _Abandoned(WorkerError):
     """Shutdown deadline passed while a dependency was down: leave the batch uncommitted."""
 
 
@@ -259,14 +260,17 @@ class BatchProcessor:
             self._metrics.escalations_total.inc(escalated)
 
     async def _write(self, batch: VerdictBatch) -> VerdictBatch:
-        """Write with retries while Postgres is down; isolate rows Postgres rejects."""
+        """Write, retrying while the store error is ``retriable`` (PostgreSQL is away); rows
+        PostgreSQL refuses (an error that is not) are isolated."""
         attempt = 0
         while True:
             attempt += 1
             started = time.perf_counter()
             try:
                 stored = await self._write_or_isolate(batch)
-            except StoreUnavailable as exc:
+            except StoreError as exc:
+                if not exc.retriable:
+                    raise  # refused even when written alone: not ours to retry
                 # Also when Postgres drops during isolation: retry it all (inserts are idempotent).
                 self.store_healthy = False
                 _log.warning("sink_unavailable", error=str(exc), attempt=attempt)
@@ -281,9 +285,9 @@ class BatchProcessor:
     async def _write_or_isolate(self, batch: VerdictBatch) -> VerdictBatch:
         try:
             await self._store.write(batch)
-        except StoreUnavailable:
-            raise
         except StoreError as exc:
+            if exc.retriable:
+                raise
             _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
             return await self._isolate(batch)
         return batch
@@ -302,9 +306,9 @@ class BatchProcessor:
             )
             try:
                 await self._store.write(single)
-            except StoreUnavailable:
-                raise
             except StoreError as exc:
+                if exc.retriable:
+                    raise
                 letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
             else:
                 kept.append(verdict)
@@ -327,6 +331,8 @@ class BatchProcessor:
                 )
                 return
             except PublishError as exc:
+                if not exc.retriable:
+                    raise  # the DLQ refuses these records themselves: a bug to see, not retry
                 _log.warning("dead_letter_retry", error=str(exc), attempt=attempt)
                 if self._give_up.is_set():
                     raise _Abandoned from exc

@@ -33,7 +33,7 @@ from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
-from worker.inference import InferenceError, InferenceRejected, InferenceResult
+from worker.inference import InferenceError, InferenceResult
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
@@ -134,7 +134,9 @@ class Rescorer:
         ``InferenceUnavailable`` propagates (nothing is applied then)."""
         try:
             result = await self._inference.infer([canonicalize(r.text).text for r in rows])
-        except InferenceRejected as exc:
+        except InferenceError as exc:
+            if exc.retriable:
+                raise  # the model is away: nothing is applied, the page waits
             if len(rows) == 1:
                 (row,) = rows
                 reason = _reason(exc)
@@ -188,6 +190,6 @@ class Rescorer:
                 await asyncio.wait_for(done.wait(), interval_s)
 
 
-def _reason(exc: InferenceRejected) -> str:
+def _reason(exc: InferenceError) -> str:
     """The refusal's status without the server's message (which may quote the input)."""
     return str(exc).split(":", 1)[0][:200]

@@ -23,7 +23,12 @@ import numpy as np
 from common.logs import get_logger
 from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores, ScoreRowError
 from worker.breaker import BreakerState, CircuitBreaker
-from worker.inference import InferenceRejected, InferenceResult, InferenceUnavailable
+from worker.inference import (
+    InferenceError,
+    InferenceRejected,
+    InferenceResult,
+    InferenceUnavailable,
+)
 from worker.metrics import ReplicaMetrics
 from worker.replicas import CallOutcome, Replica, ReplicaPool
 from worker.retry import RetryBudget, backoff_s
@@ -195,7 +200,11 @@ class TritonModerationClient:
             started = time.perf_counter()
             try:
                 scores, version = await self._call(replica.client, texts, remaining_s)
-            except InferenceUnavailable as exc:
+            except InferenceError as exc:
+                if not exc.retriable:
+                    # The server answered: it is up, the request is bad. Do not trip the breaker.
+                    replica.record(CallOutcome.REJECTED, time.perf_counter() - started, str(exc))
+                    raise
                 replica.record(CallOutcome.UNAVAILABLE, time.perf_counter() - started, str(exc))
                 tried.append(replica)
                 if attempt >= s.max_attempts or not self._budget.try_spend():
@@ -203,10 +212,6 @@ class TritonModerationClient:
                 pause_s = backoff_s(attempt, s.backoff_base_s, s.backoff_max_s)
                 await asyncio.sleep(min(pause_s, max(0.0, deadline - time.monotonic())))
                 continue
-            except InferenceRejected as exc:
-                # The server answered: it is up, the request is bad. Do not trip the breaker.
-                replica.record(CallOutcome.REJECTED, time.perf_counter() - started, str(exc))
-                raise
             except BaseException:
                 replica.breaker.abandon()  # cancelled or unexpected: free a half-open slot
                 raise

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from common.settings import project_root
+from online.errors import OnlineError
 
 __all__ = ["PROTO", "GeneratorFailed", "generate", "main"]
 
@@ -18,7 +19,7 @@ PROTO = "online/api/moderation.proto"
 """The contract, relative to the repository root (which is also the import root)."""
 
 
-class GeneratorFailed(RuntimeError):
+class GeneratorFailed(OnlineError):
     """``protoc`` returned an error status."""
 
 

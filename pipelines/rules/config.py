@@ -47,11 +47,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import ClassVar
 
 import re2
 
 from pipelines.canonical import canonical_form
+from pipelines.errors import PipelineError
 from pipelines.rule_hits import RuleAction, Severity
 
 __all__ = [
@@ -83,10 +83,8 @@ _KIND_KEYS = {
 _RE2_MAX_MEM_BYTES = 8 << 20
 
 
-class RuleLoadError(ValueError):
+class RuleLoadError(PipelineError):
     """A rule file that cannot be used; ``rule_id`` is ``None`` for file-level problems."""
-
-    retriable: ClassVar[bool] = False
 
     def __init__(self, rule_id: str | None, problem: str) -> None:
         where = f"rule {rule_id!r}" if rule_id is not None else "rule file"

@@ -10,12 +10,13 @@ are listed in :data:`CLIENT_REJECTED_ERRORS` and checked first.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 import asyncpg
 from asyncpg.exceptions import _base as asyncpg_base
 
 from common.settings import PostgresSettings
+from worker.errors import WorkerError
 
 __all__ = [
     "CLIENT_REJECTED_ERRORS",
@@ -29,10 +30,8 @@ __all__ = [
 ]
 
 
-class StoreError(Exception):
+class StoreError(WorkerError):
     """Postgres refused an operation (a constraint, a bad value): retrying will not help."""
-
-    retriable: ClassVar[bool] = False
 
 
 class StoreUnavailable(StoreError):

@@ -9,7 +9,7 @@ import orjson
 import pytest
 import structlog
 
-from common.logs import RepeatSummary, configure_logging
+from common.logs import RepeatSummary, configure_logging, get_logger
 
 
 class _Clock:
@@ -102,3 +102,15 @@ def test_debug_level_keeps_library_tracebacks(capsys: pytest.CaptureFixture[str]
     _log_library_exception()
     entry = orjson.loads(capsys.readouterr().err.strip().splitlines()[-1])
     assert "Traceback" in entry["exception"]
+
+
+@pytest.mark.usefixtures("restore_root_logging")
+def test_our_lines_name_the_module_that_wrote_them(capsys: pytest.CaptureFixture[str]) -> None:
+    """A modstream logger's JSON line carries ``logger`` = its module, as library lines do."""
+    configure_logging("info")
+    get_logger("worker.consume").warning("consumer_paused", in_flight=3)
+    [line] = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    entry = orjson.loads(line)
+    assert entry["logger"] == "worker.consume"
+    assert entry["event"] == "consumer_paused"
+    assert entry["in_flight"] == 3

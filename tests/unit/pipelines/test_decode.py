@@ -18,6 +18,7 @@ from pipelines.decode import (
     DecodeErrorCode,
     decode_message,
 )
+from pipelines.errors import PipelineError
 from pipelines.messages import ChatMessage
 
 MAX_BYTES = 1_048_576
@@ -259,9 +260,11 @@ def test_invalid_json_reason_has_no_content() -> None:
     assert info.value.code is DecodeErrorCode.INVALID_JSON
 
 
-def test_decode_error_is_not_retriable() -> None:
-    """DecodeError is classified by type: never retried, dead-lettered."""
-    assert DecodeError.retriable is False
+def test_decode_error_is_a_pipeline_error() -> None:
+    """DecodeError is classified by type: a PipelineError (bad data: dead-lettered, never
+    retried), still a ValueError for callers that catch those."""
+    assert issubclass(DecodeError, PipelineError)
+    assert issubclass(DecodeError, ValueError)
     error = DecodeError("r", DecodeErrorCode.NOT_OBJECT)
     assert error.reason == "r"
     assert error.code.value == "not_object"
