@@ -8,16 +8,17 @@ keep more of the wording, which heads such as sentiment use). The word embedding
 4-bit inside the graph (Gather on packed nibbles, unpacked with bit operations) so the file is
 about 140 MB instead of 520 MB; the transformer blocks are dequantised to float32.
 
-Two layouts of the same maths: the portable one, standard ONNX operators only (what the GPU and
-any runtime can run), and ``fused=True``, where the attention and the GELU of each block are
-onnxruntime contrib operators (``com.microsoft``: ``Attention`` with one fused Q/K/V weight, and
-``BiasGelu``). The fused layout is what :mod:`modelbuild.cpu_encoder` quantises: onnxruntime's
-quantiser turns its ``Attention`` into ``QAttention``, one int8 kernel per block.
+:func:`build_encoder` writes the portable graph: standard ONNX operators only, what the GPU and
+any runtime can run, served as ``encoder/1/model.onnx``. :func:`assemble` is the skeleton it is
+made of (embeddings, pooling, outputs) with the transformer block passed in, so the CPU encoder
+(:mod:`modelbuild.cpu_encoder`) writes its own blocks around the same embedding and pooling.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,13 @@ __all__ = [
     "ENCODER_INPUTS",
     "ENCODER_OUTPUT",
     "FEATURE_LAYERS",
+    "MASK_NEG",
     "MS_DOMAIN",
     "OPSET",
+    "Block",
+    "Graph",
+    "Masks",
+    "assemble",
     "build_encoder",
     "save_encoder",
 ]
@@ -46,30 +52,42 @@ FEATURE_LAYERS = (4, 8, 10)
 """Blocks (1-based) whose pooled states precede ``embedding`` in ``features``."""
 OPSET = 18
 MS_DOMAIN = "com.microsoft"
-"""onnxruntime's contrib operators, used by the fused layout."""
-_MASK_NEG = -10000.0
+"""onnxruntime's contrib operators (the CPU encoder's attention and GELU)."""
+MASK_NEG = -10000.0
+"""What a padded key adds to the attention scores before the softmax."""
 
 
-class _Graph:
+class Graph:
     """Accumulates nodes and initialisers with unique names."""
 
     def __init__(self) -> None:
         self.nodes: list[onnx.NodeProto] = []
         self.inits: list[onnx.TensorProto] = []
+        self._consts: set[str] = set()
         self._n = 0
 
     def const(self, name: str, value: npt.NDArray[np.generic]) -> str:
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
+        """An initialiser; a name given twice keeps its first value (shared constants)."""
+        if name not in self._consts:
+            self._consts.add(name)
+            self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
         return name
 
     def op(self, op_type: str, inputs: list[str], domain: str = "", **attrs: Any) -> str:
+        return self.ops(op_type, inputs, 1, domain, **attrs)[0]
+
+    def ops(
+        self, op_type: str, inputs: list[str], outputs: int, domain: str = "", **attrs: Any
+    ) -> list[str]:
+        """A node with ``outputs`` outputs (``Split``, ``DynamicQuantizeLinear``)."""
         self._n += 1
-        out = f"{op_type.lower()}_{self._n}"
-        node = helper.make_node(op_type, inputs, [out], name=out, **attrs)
+        name = f"{op_type.lower()}_{self._n}"
+        outs = [name] if outputs == 1 else [f"{name}_{i}" for i in range(outputs)]
+        node = helper.make_node(op_type, inputs, outs, name=name, **attrs)
         if domain:
             node.domain = domain
         self.nodes.append(node)
-        return out
+        return outs
 
     def used_inits(self) -> list[onnx.TensorProto]:
         """The initialisers some node reads (a layout may leave shared constants unused)."""
@@ -85,195 +103,122 @@ class _Graph:
         bias = self.const(p + ".bias", b.astype(np.float32))
         return self.op("Add", [self.op("MatMul", [x, wt]), bias])
 
+    def layer_norm(
+        self, x: str, w: npt.NDArray[np.float32], b: npt.NDArray[np.float32], p: str, eps: float
+    ) -> str:
+        return self.op(
+            "LayerNormalization",
+            [x, self.const(p + ".w", w), self.const(p + ".b", b)],
+            axis=-1,
+            epsilon=eps,
+        )
 
-def _fused_block(g: _Graph, x: str, layer: E5Layer, p: str, mask: str, cfg: E5Config) -> str:
-    """One block with contrib operators where they pay: the attention and the GELU; same maths
-    as the portable block (the build checks both against the numpy reference). The residual
-    LayerNorms stay ``Add`` + ``LayerNormalization``: onnxruntime's ``SkipLayerNormalization``
-    kernel took a quarter of the int8 graph's time on short chat batches, ``LayerNormalization``
-    a tenth of that."""
-    qkv_w = g.weight(np.concatenate([layer.q_w, layer.k_w, layer.v_w]), p + ".qkv")
-    qkv_b = g.const(p + ".qkv.bias", np.concatenate([layer.q_b, layer.k_b, layer.v_b]))
-    ctx = g.op(
-        "Attention",
-        [x, qkv_w, qkv_b, mask],
-        domain=MS_DOMAIN,
-        num_heads=cfg.heads,
-        mask_filter_value=_MASK_NEG,
-    )
-    attn = g.linear(ctx, layer.attn_out_w, layer.attn_out_b, p + ".ao")
-    x = g.op(
-        "LayerNormalization",
-        [
-            g.op("Add", [x, attn]),
-            g.const(p + ".aln.w", layer.attn_ln_w),
-            g.const(p + ".aln.b", layer.attn_ln_b),
-        ],
-        axis=-1,
-        epsilon=cfg.layer_norm_eps,
-    )
-    mid = g.op("MatMul", [x, g.weight(layer.ffn_in_w, p + ".fi")])
-    gelu = g.op("BiasGelu", [mid, g.const(p + ".fi.bias", layer.ffn_in_b)], domain=MS_DOMAIN)
-    out = g.linear(gelu, layer.ffn_out_w, layer.ffn_out_b, p + ".fo")
-    return g.op(
-        "LayerNormalization",
-        [
-            g.op("Add", [x, out]),
-            g.const(p + ".oln.w", layer.out_ln_w),
-            g.const(p + ".oln.b", layer.out_ln_b),
-        ],
-        axis=-1,
-        epsilon=cfg.layer_norm_eps,
-    )
+    def scalar(self, value: float) -> str:
+        """A shared float32 scalar constant."""
+        return self.const(f"c.f_{value!r}", np.array(value, dtype=np.float32))
+
+    def ints(self, *values: int) -> str:
+        """A shared int64 vector constant (axes, shapes)."""
+        return self.const("c.i64_" + "_".join(map(str, values)), np.array(values, dtype=np.int64))
 
 
-def build_encoder(
-    weights: E5Weights, feature_layers: tuple[int, ...] = FEATURE_LAYERS, *, fused: bool = False
-) -> onnx.ModelProto:
-    """The encoder graph for ``weights``; checked by ``onnx.checker`` before it is returned.
+class Masks:
+    """The attention mask in the forms the blocks read, each made on first use."""
 
-    ``feature_layers`` (1-based block numbers, each at most the number of blocks) are pooled into
-    ``features`` ahead of the embedding. ``fused`` writes the blocks as onnxruntime contrib
-    operators (onnxruntime only; see the module docstring)."""
-    if any(not 1 <= n <= len(weights.layers) for n in feature_layers):
-        raise ValueError(f"feature layers {feature_layers} outside 1..{len(weights.layers)}")
+    def __init__(self, g: Graph) -> None:
+        self._g = g
+
+    @cached_property
+    def float(self) -> str:
+        """``[batch, length]`` float32, 1 for a token and 0 for padding."""
+        return self._g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
+
+    @cached_property
+    def int32(self) -> str:
+        """``[batch, length]`` int32 (what onnxruntime's attention operators read)."""
+        return self._g.op("Cast", ["attention_mask"], to=TensorProto.INT32)
+
+    @cached_property
+    def additive(self) -> str:
+        """``[batch, 1, 1, length]``: 0 for a token, :data:`MASK_NEG` for padding."""
+        g = self._g
+        padding = g.op("Sub", [g.scalar(1.0), self.float])
+        bias = g.op("Mul", [padding, g.scalar(MASK_NEG)])
+        return g.op("Unsqueeze", [bias, g.ints(1, 2)])
+
+
+Block = Callable[[Graph, str, E5Layer, str, Masks, E5Config], str]
+"""Writes one transformer block: ``(graph, states, layer, name prefix, masks, config)`` in, the
+block's output states out (``[batch, length, hidden]``)."""
+
+
+def _embedded(g: Graph, weights: E5Weights) -> str:
+    """Word (4-bit, unpacked in the graph) + position + token type embeddings, LayerNormed."""
     cfg = weights.config
-    g = _Graph()
-    head_dim = cfg.hidden // cfg.heads
     blocks = cfg.hidden // 32
-
-    # Word embedding: gather packed rows, unpack nibbles, subtract 8, scale per block.
     nib = g.op("Gather", [g.const("emb.word.nibbles", weights.word_nibbles), "input_ids"])
     low = g.op("BitwiseAnd", [nib, g.const("c.u8_15", np.array(15, dtype=np.uint8))])
     high = g.op(
         "BitShift", [nib, g.const("c.u8_4", np.array(4, dtype=np.uint8))], direction="RIGHT"
     )
     vals = g.op("Cast", [g.op("Concat", [low, high], axis=-1)], to=TensorProto.FLOAT)
-    vals = g.op("Sub", [vals, g.const("c.f_8", np.array(8.0, dtype=np.float32))])
+    vals = g.op("Sub", [vals, g.scalar(8.0)])
     scales = g.const("emb.word.scales", weights.word_scales.reshape(-1, blocks, 1))
     vals = g.op("Mul", [vals, g.op("Gather", [scales, "input_ids"])])
-    hidden_shape = g.const("c.shape_bl_h", np.array([0, 0, cfg.hidden]))
-    word = g.op("Reshape", [vals, hidden_shape])
-
+    word = g.op("Reshape", [vals, g.ints(0, 0, cfg.hidden)])
     # Positions 0..length-1 of the (padding-row-free) table, plus token type 0.
-    length = g.op(
-        "Gather",
-        [g.op("Shape", ["input_ids"]), g.const("c.i64_1", np.array([1], dtype=np.int64))],
-    )
-    pos = g.op(
-        "Slice",
-        [
-            g.const("emb.pos", weights.positions),
-            g.const("c.i64_0", np.array([0], dtype=np.int64)),
-            length,
-            g.const("c.axis0", np.array([0], dtype=np.int64)),
-        ],
-    )
+    length = g.op("Gather", [g.op("Shape", ["input_ids"]), g.ints(1)])
+    pos = g.op("Slice", [g.const("emb.pos", weights.positions), g.ints(0), length, g.ints(0)])
     x = g.op("Add", [g.op("Add", [word, pos]), g.const("emb.type", weights.token_type)])
-    x = g.op(
-        "LayerNormalization",
-        [x, g.const("emb.ln.w", weights.emb_ln_w), g.const("emb.ln.b", weights.emb_ln_b)],
-        axis=-1,
-        epsilon=cfg.layer_norm_eps,
-    )
+    return g.layer_norm(x, weights.emb_ln_w, weights.emb_ln_b, "emb.ln", cfg.layer_norm_eps)
 
-    mask_f = g.op("Cast", ["attention_mask"], to=TensorProto.FLOAT)
-    one = g.const("c.f_1", np.array(1.0, dtype=np.float32))
-    bias = ""
-    if not fused:  # the fused Attention operator reads the mask itself
-        inv = g.op("Sub", [one, mask_f])
-        bias = g.op("Mul", [inv, g.const("c.f_neg", np.array(_MASK_NEG, dtype=np.float32))])
-        bias = g.op("Unsqueeze", [bias, g.const("c.axes_12", np.array([1, 2], dtype=np.int64))])
-    split_shape = g.const("c.shape_heads", np.array([0, 0, cfg.heads, head_dim]))
-    scale = g.const("c.f_scale", np.array(1.0 / math.sqrt(head_dim), dtype=np.float32))
-    sqrt2 = g.const("c.f_sqrt2", np.array(math.sqrt(2.0), dtype=np.float32))
-    half = g.const("c.f_half", np.array(0.5, dtype=np.float32))
 
-    mask3 = g.op("Unsqueeze", [mask_f, g.const("c.axes_2", np.array([2], dtype=np.int64))])
-    count = g.op("ReduceSum", [mask_f, "c.i64_1"], keepdims=1)
-    eps = g.const("c.f_eps", np.array(1e-12, dtype=np.float32))
-    last_axis = g.const("c.i64_m1", np.array([-1]))
+def _pooled(g: Graph, states: str, masks: Masks) -> str:
+    """Mean over the unmasked positions, L2-normalised."""
+    mask3 = g.op("Unsqueeze", [masks.float, g.ints(2)])
+    count = g.op("ReduceSum", [masks.float, g.ints(1)], keepdims=1)
+    summed = g.op("ReduceSum", [g.op("Mul", [states, mask3]), g.ints(1)], keepdims=0)
+    mean = g.op("Div", [summed, count])
+    norm = g.op("Max", [g.op("ReduceL2", [mean, g.ints(-1)], keepdims=1), g.scalar(1e-12)])
+    return g.op("Div", [mean, norm])
 
-    def pooled(states: str) -> str:
-        """Mean over the unmasked positions, L2-normalised."""
-        summed = g.op("ReduceSum", [g.op("Mul", [states, mask3]), "c.i64_1"], keepdims=0)
-        mean = g.op("Div", [summed, count])
-        norm = g.op("Max", [g.op("ReduceL2", [mean, last_axis], keepdims=1), eps])
-        return g.op("Div", [mean, norm])
 
-    mask_i = g.op("Cast", ["attention_mask"], to=TensorProto.INT32) if fused else ""
+def assemble(
+    weights: E5Weights,
+    feature_layers: tuple[int, ...],
+    block: Block,
+    *,
+    name: str = "e5_small_encoder",
+    contrib: bool = False,
+) -> onnx.ModelProto:
+    """The encoder with ``block`` written for every transformer block, around the shared
+    embedding, pooling and outputs; ``contrib`` declares onnxruntime's operator domain.
+    Checked by ``onnx.checker`` before it is returned."""
+    if any(not 1 <= n <= len(weights.layers) for n in feature_layers):
+        raise ValueError(f"feature layers {feature_layers} outside 1..{len(weights.layers)}")
+    cfg = weights.config
+    g = Graph()
+    masks = Masks(g)
+    x = _embedded(g, weights)
     lower: list[str] = []
     for i, layer in enumerate(weights.layers):
-        p = f"l{i}"
-        if fused:
-            x = _fused_block(g, x, layer, p, mask_i, cfg)
-            if i + 1 in feature_layers:
-                lower.append(pooled(x))
-            continue
-        q = g.op(
-            "Transpose",
-            [g.op("Reshape", [g.linear(x, layer.q_w, layer.q_b, p + ".q"), split_shape])],
-            perm=[0, 2, 1, 3],
-        )
-        k = g.op(
-            "Transpose",
-            [g.op("Reshape", [g.linear(x, layer.k_w, layer.k_b, p + ".k"), split_shape])],
-            perm=[0, 2, 3, 1],
-        )
-        v = g.op(
-            "Transpose",
-            [g.op("Reshape", [g.linear(x, layer.v_w, layer.v_b, p + ".v"), split_shape])],
-            perm=[0, 2, 1, 3],
-        )
-        scores = g.op("Add", [g.op("Mul", [g.op("MatMul", [q, k]), scale]), bias])
-        ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
-        ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), hidden_shape])
-        attn = g.linear(ctx, layer.attn_out_w, layer.attn_out_b, p + ".ao")
-        x = g.op(
-            "LayerNormalization",
-            [
-                g.op("Add", [x, attn]),
-                g.const(p + ".aln.w", layer.attn_ln_w),
-                g.const(p + ".aln.b", layer.attn_ln_b),
-            ],
-            axis=-1,
-            epsilon=cfg.layer_norm_eps,
-        )
-        mid = g.linear(x, layer.ffn_in_w, layer.ffn_in_b, p + ".fi")
-        gelu = g.op(
-            "Mul",
-            [
-                g.op("Mul", [mid, half]),
-                g.op("Add", [g.op("Erf", [g.op("Div", [mid, sqrt2])]), one]),
-            ],
-        )
-        out = g.linear(gelu, layer.ffn_out_w, layer.ffn_out_b, p + ".fo")
-        x = g.op(
-            "LayerNormalization",
-            [
-                g.op("Add", [x, out]),
-                g.const(p + ".oln.w", layer.out_ln_w),
-                g.const(p + ".oln.b", layer.out_ln_b),
-            ],
-            axis=-1,
-            epsilon=cfg.layer_norm_eps,
-        )
+        x = block(g, x, layer, f"l{i}", masks, cfg)
         if i + 1 in feature_layers:
-            lower.append(pooled(x))
-
-    g.nodes.append(helper.make_node("Identity", [pooled(x)], [ENCODER_OUTPUT], name="embedding"))
+            lower.append(_pooled(g, x, masks))
+    g.nodes.append(
+        helper.make_node("Identity", [_pooled(g, x, masks)], [ENCODER_OUTPUT], name="embedding")
+    )
     g.nodes.append(
         helper.make_node(
             "Concat", [*lower, ENCODER_OUTPUT], [ENCODER_FEATURES], name="features", axis=-1
         )
     )
-
     graph = helper.make_graph(
         g.nodes,
-        "e5_small_encoder",
+        name,
         [
-            helper.make_tensor_value_info(name, TensorProto.INT64, ["batch", "length"])
-            for name in ENCODER_INPUTS
+            helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "length"])
+            for n in ENCODER_INPUTS
         ],
         [
             helper.make_tensor_value_info(ENCODER_OUTPUT, TensorProto.FLOAT, ["batch", cfg.hidden]),
@@ -286,12 +231,47 @@ def build_encoder(
         initializer=g.used_inits(),
     )
     opsets = [helper.make_opsetid("", OPSET)]
-    if fused:
+    if contrib:
         opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
     model = helper.make_model(graph, opset_imports=opsets, producer_name="modelbuild")
     model.ir_version = 9
     onnx.checker.check_model(model)
     return model
+
+
+def _portable_block(g: Graph, x: str, layer: E5Layer, p: str, masks: Masks, cfg: E5Config) -> str:
+    """One post-LayerNorm BERT block in standard operators, exact (erf) GELU."""
+    head_dim = cfg.hidden // cfg.heads
+    split = g.ints(0, 0, cfg.heads, head_dim)
+
+    def heads(w: npt.NDArray[np.float32], b: npt.NDArray[np.float32], name: str) -> str:
+        return g.op("Reshape", [g.linear(x, w, b, p + name), split])
+
+    q = g.op("Transpose", [heads(layer.q_w, layer.q_b, ".q")], perm=[0, 2, 1, 3])
+    k = g.op("Transpose", [heads(layer.k_w, layer.k_b, ".k")], perm=[0, 2, 3, 1])
+    v = g.op("Transpose", [heads(layer.v_w, layer.v_b, ".v")], perm=[0, 2, 1, 3])
+    scores = g.op("Mul", [g.op("MatMul", [q, k]), g.scalar(1.0 / math.sqrt(head_dim))])
+    scores = g.op("Add", [scores, masks.additive])
+    ctx = g.op("MatMul", [g.op("Softmax", [scores], axis=-1), v])
+    ctx = g.op("Reshape", [g.op("Transpose", [ctx], perm=[0, 2, 1, 3]), g.ints(0, 0, cfg.hidden)])
+    attn = g.linear(ctx, layer.attn_out_w, layer.attn_out_b, p + ".ao")
+    eps = cfg.layer_norm_eps
+    x = g.layer_norm(g.op("Add", [x, attn]), layer.attn_ln_w, layer.attn_ln_b, p + ".aln", eps)
+    mid = g.linear(x, layer.ffn_in_w, layer.ffn_in_b, p + ".fi")
+    erf = g.op("Erf", [g.op("Div", [mid, g.scalar(math.sqrt(2.0))])])
+    gelu = g.op("Mul", [g.op("Mul", [mid, g.scalar(0.5)]), g.op("Add", [erf, g.scalar(1.0)])])
+    out = g.linear(gelu, layer.ffn_out_w, layer.ffn_out_b, p + ".fo")
+    return g.layer_norm(g.op("Add", [x, out]), layer.out_ln_w, layer.out_ln_b, p + ".oln", eps)
+
+
+def build_encoder(
+    weights: E5Weights, feature_layers: tuple[int, ...] = FEATURE_LAYERS
+) -> onnx.ModelProto:
+    """The portable encoder graph for ``weights`` (standard ONNX operators only).
+
+    ``feature_layers`` (1-based block numbers, each at most the number of blocks) are pooled into
+    ``features`` ahead of the embedding."""
+    return assemble(weights, feature_layers, _portable_block)
 
 
 def save_encoder(model: onnx.ModelProto, path: Path) -> None:
