@@ -141,15 +141,28 @@ def served_heads(repository: Path, model: str = "moderation") -> dict[str, str]:
     }
 
 
-def served_scorer(repository: Path, model: str = "moderation", threads: int = 2) -> Scorer:
-    """The served model's code (tokenizer, encoder, heads) in process, as a :data:`Scorer`."""
-    from modelbuild.serving.pipeline_model import TritonPythonModel
+def served_scorer(
+    repository: Path, model: str = "moderation", threads: int = 2, *, cpu_encoder: bool = False
+) -> Scorer:
+    """The served model's code (tokenizer, encoder, heads) in process, as a :data:`Scorer`, with
+    a fixed encoder: float32 (the reference every CPU encoder is held to), or with
+    ``cpu_encoder`` the config's ``cpu_encoder_file`` whatever its load-time check finds (so an
+    evaluation does not depend on which encoder a machine would pick)."""
+    from modelbuild.serving.pipeline_model import CPU, TritonPythonModel
 
     served = TritonPythonModel()
     args = served_config(repository, model)
     config = json.loads(args["model_config"])
-    config["parameters"]["intra_op_threads"] = {"string_value": str(threads)}
+    params = config["parameters"]
+    params["intra_op_threads"] = {"string_value": str(threads)}
+    if cpu_encoder:
+        params["cpu_encoder_max_deviation"] = {"string_value": "1"}
+        params["cpu_encoder_min_speedup"] = {"string_value": "0"}
+    else:
+        params.pop("cpu_encoder_file", None)
     served.initialize({**args, "model_config": json.dumps(config)})
+    if cpu_encoder and served.choice.encoder != CPU:
+        raise FileNotFoundError(f"{model}: no CPU encoder to score with ({served.choice.reason})")
 
     def score(texts: Sequence[str]) -> list[ModelScores]:
         out = served.scores(list(texts))

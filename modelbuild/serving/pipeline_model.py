@@ -8,18 +8,11 @@ soon as it received concurrent requests; see ``model_repository/README.md``.
 One ``execute`` call runs a whole dynamic batch in process, with the same steps and numbers as
 the composing models: the ``tokenizers`` tokenizer with the e5 prefix, padded and truncated to
 ``max_length``; the encoder ONNX with onnxruntime; the three head ONNX files on the embedding.
-The float32 encoder runs the batch in groups of ``chunk_rows`` (default 16) messages of similar
-token count, each group without the columns that are padding in all its rows: padding is masked
-out, so the embeddings are the same (to float rounding), and short chat lines do not pay for the
-longest message of the batch (about 2x fewer encoder FLOPs on chat traffic).
-
-The int8 CPU encoder quantises its activations with one scale per run, so in a group a
-message's scores depend a little on the other messages of its batch (a toxicity score moved by
-up to 0.22 between batch compositions, enough to flip a decision near a threshold).
-``per_message = "true"`` runs each message on its own instead, spread over ``intra_op_threads``
-worker threads of one encoder thread each: a message then gets the same scores whatever it is
-batched with, at about 65-71 % of the grouped throughput on 2 cores (the CPU model's speed over
-float32 falls from 2.1-2.5x to about 1.3x). The default stays grouped (``false``).
+The encoder runs the batch in groups of ``chunk_rows`` (default 16) messages of similar token
+count, each group without the columns that are padding in all its rows: padding is masked out,
+so the result is the same, and short chat lines do not pay for the longest message of the batch
+(about 2x fewer encoder FLOPs on chat traffic). Neither encoder's numbers depend on how messages
+are grouped: the CPU encoder's scales are fixed or per token (``modelbuild/cpu_encoder.py``).
 
 Input contract: ``TEXT`` is the message's *canonical* text, ``pipelines.canonical.canonicalize
 (raw).text`` (NFKC, case folded, look-alike letters and Traditional characters mapped, split
@@ -33,21 +26,33 @@ Traditional characters), so less accurately.
 Config parameters (paths are relative to this model's folder, so the files of the composing
 models are read in place, never copied): ``tokenizer_file``, ``encoder_file``,
 ``sentiment_file``, ``intent_file``, ``toxicity_file``, ``max_length``, ``prefix`` and,
-optionally, ``cpu_encoder_file``, ``intra_op_threads`` (default: the machine's CPU count, for
-the encoder; the heads, a 384-wide matrix product each, use one thread), ``chunk_rows`` and
-``per_message``.
+optionally, ``intra_op_threads`` (default: the machine's CPU count, for the encoder; the heads, a
+384-wide matrix product each, use one thread), ``chunk_rows``, and the CPU encoder's:
+``cpu_encoder_file``, ``probe_file`` (required with it), ``cpu_encoder_max_deviation`` (default
+0.02) and ``cpu_encoder_min_speedup`` (default 1.05).
 
-Which encoder runs depends on where: with CUDA (a ``KIND_GPU`` instance and onnxruntime-gpu) the
-float32 ``encoder_file``; on CPU the int8 ``cpu_encoder_file`` when the config names one (about
-twice as fast, same heads; see ``model_repository/encoder/MODEL_CARD.md``), else
-``encoder_file``. Removing ``cpu_encoder_file`` from the config runs float32 on CPU too.
+Which encoder runs, and the check at load. With CUDA (a ``KIND_GPU`` instance and
+onnxruntime-gpu) the float32 ``encoder_file``. On CPU, when the config names a
+``cpu_encoder_file`` that exists, the model first runs the probe messages of ``probe_file``
+(canonical texts, one JSON object per line) through the whole pipeline with each encoder and
+serves the CPU one only if every head probability of every probe is within
+``cpu_encoder_max_deviation`` of float32's on this machine, and if it spent at least
+``cpu_encoder_min_speedup`` times less CPU time (so a CPU whose int8 kernels are not faster
+keeps float32). Otherwise it serves float32 and says why. Either way it logs one
+``encoder_chosen`` line (encoder, reason, largest deviation and the output it was on, top-class
+changes, speed-up; never message text) and, inside Triton, sets the gauge
+``modstream_model_encoder{model, encoder}`` to 1 for the encoder it serves (0 for the other),
+with ``modstream_model_encoder_deviation{model}`` and ``modstream_model_encoder_speedup{model}``.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +61,17 @@ import onnxruntime as ort
 from tokenizers import Tokenizer
 
 __all__ = [
+    "CPU",
     "ENCODER_UNFUSED",
+    "FLOAT32",
     "LEXICON_SCORES",
     "OUTPUT_HEADS",
+    "EncoderChoice",
     "PipelineConfigError",
     "TritonPythonModel",
+    "choose_encoder",
     "lexicon_scores",
+    "read_probes",
 ]
 
 OUTPUT_HEADS: dict[str, str] = {
@@ -75,10 +85,14 @@ LEXICON_SCORES = ("compound", "pos", "neg", "neu")
 """VADER's scores, in the order ``features`` heads read them after the encoder features."""
 
 ENCODER_UNFUSED = ("SkipLayerNormFusion",)
-"""onnxruntime optimisers not applied to the encoder. Fusing ``Add`` + ``LayerNormalization``
-into ``SkipLayerNormalization`` made the int8 encoder about 1.5x slower on chat batches (that CPU
-kernel is slow on these shapes); the float32 graph does not match the pattern, so it is
-unaffected."""
+"""onnxruntime optimisers not applied to the encoder: its ``SkipLayerNormalization`` kernel (the
+fusion of ``Add`` + ``LayerNormalization``) was slower than the two operators on short chat
+batches in the CPU encoder; the float32 graph does not match the pattern, so it is unaffected."""
+
+CPU = "cpu"
+FLOAT32 = "float32"
+"""The two encoders a moderation model can serve (the label of its ``modstream_model_encoder``
+gauge)."""
 
 _PAD_ID = 1
 _PAD_TOKEN = "<pad>"  # noqa: S105 - a vocabulary entry, not a secret
@@ -86,12 +100,93 @@ _EMBEDDING = "embedding"
 _FEATURES = "features"
 _PROBABILITIES = "probabilities"
 _CHUNK_ROWS = 16
+_MAX_DEVIATION = 0.02
+_MIN_SPEEDUP = 1.05
 
 Array = np.ndarray[Any, Any]
+Scores = Callable[[list[str]], dict[str, Array]]
+_log = logging.getLogger(__name__)
 
 
 class PipelineConfigError(ValueError):
     """The model config lacks a parameter, or names a file that does not exist."""
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderChoice:
+    """Which encoder a moderation model serves, and why (see the module docstring)."""
+
+    encoder: str
+    reason: str
+    max_deviation: float | None = None
+    """The largest absolute difference of any head probability between the CPU encoder and
+    float32 over the probe messages."""
+    deviation_output: str | None = None
+    top_class_changes: int | None = None
+    """Probe rows (over every output) whose most probable class differs."""
+    speedup: float | None = None
+    """float32's CPU time over the CPU encoder's, on the probe messages."""
+    probes: int = 0
+
+    def as_fields(self) -> dict[str, object]:
+        return asdict(self)
+
+
+def read_probes(path: Path) -> list[str]:
+    """The probe messages of a ``probe_file``: the ``text`` of every JSON line."""
+    if not path.is_file():
+        raise PipelineConfigError(f"probe file not found: {path}")
+    texts = [
+        str(json.loads(line)["text"])
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    if not texts:
+        raise PipelineConfigError(f"probe file has no messages: {path}")
+    return texts
+
+
+def choose_encoder(
+    float32: Scores,
+    cpu: Scores,
+    probes: list[str],
+    *,
+    max_deviation: float = _MAX_DEVIATION,
+    min_speedup: float = _MIN_SPEEDUP,
+) -> EncoderChoice:
+    """Score ``probes`` with both pipelines and decide which encoder to serve: the CPU one when
+    every probability is within ``max_deviation`` of float32's and it used ``min_speedup``
+    times less CPU time (each is warmed up once on a few probes first)."""
+    warm = probes[: min(len(probes), 8)]
+    float32(warm)
+    cpu(warm)
+    started = time.process_time()
+    want = float32(probes)
+    float32_s = time.process_time() - started
+    started = time.process_time()
+    got = cpu(probes)
+    cpu_s = time.process_time() - started
+    speedup = float32_s / cpu_s if cpu_s > 0 else float("inf")
+    gaps = {name: float(np.abs(got[name] - want[name]).max()) for name in want}
+    worst = max(gaps, key=gaps.__getitem__)
+    changes = sum(
+        int((np.argmax(got[n], axis=1) != np.argmax(want[n], axis=1)).sum()) for n in want
+    )
+    measured = {
+        "max_deviation": gaps[worst],
+        "deviation_output": worst,
+        "top_class_changes": changes,
+        "speedup": round(speedup, 3),
+        "probes": len(probes),
+    }
+    if not np.isfinite(gaps[worst]) or gaps[worst] > max_deviation:
+        reason = f"deviation {gaps[worst]:.4f} on {worst} exceeds {max_deviation}"
+        return EncoderChoice(FLOAT32, reason, **measured)  # type: ignore[arg-type]
+    if speedup < min_speedup:
+        reason = f"speed-up {speedup:.2f} below {min_speedup}"
+        return EncoderChoice(FLOAT32, reason, **measured)  # type: ignore[arg-type]
+    reason = f"within {max_deviation}, speed-up {speedup:.2f}"
+    return EncoderChoice(CPU, reason, **measured)  # type: ignore[arg-type]
 
 
 def lexicon_scores(analyzer: Any, texts: list[str]) -> Array:
@@ -137,10 +232,14 @@ def _providers(args: dict[str, str]) -> list[Any]:
     return ["CPUExecutionProvider"]
 
 
-def _encoder_key(params: dict[str, str], providers: list[Any]) -> str:
-    """The config parameter naming the encoder to run: the int8 one on CPU when configured."""
-    on_cpu = providers == ["CPUExecutionProvider"]
-    return "cpu_encoder_file" if on_cpu and "cpu_encoder_file" in params else "encoder_file"
+def _number(params: dict[str, str], key: str, default: float) -> float:
+    try:
+        value = float(params.get(key, str(default)))
+    except ValueError as exc:
+        raise PipelineConfigError(f"{key} must be a number: {params[key]!r}") from exc
+    if not np.isfinite(value) or value < 0:
+        raise PipelineConfigError(f"{key} must be a finite number >= 0: {value}")
+    return value
 
 
 class TritonPythonModel:
@@ -167,19 +266,11 @@ class TritonPythonModel:
         tokenizer.enable_truncation(max_length=length)
         tokenizer.enable_padding(pad_id=_PAD_ID, pad_token=_PAD_TOKEN, length=length)
         self._tokenizer = tokenizer
-        threads = int(params.get("intra_op_threads", "0")) or (os.cpu_count() or 1)
+        threads = max(1, int(params.get("intra_op_threads", "0")) or (os.cpu_count() or 1))
         providers = _providers(args)
-        key = _encoder_key(params, providers)
-        self.encoder_path = file(key)
-        """The encoder file this instance runs (float32 or the int8 CPU one)."""
-        per_message = params.get("per_message", "false").strip().lower()
-        if per_message not in ("true", "false"):
-            raise PipelineConfigError(f"per_message must be 'true' or 'false': {per_message!r}")
-        self._pool: ThreadPoolExecutor | None = None
-        if per_message == "true":
-            self._pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="encoder")
-        encoder_threads = 1 if self._pool is not None else max(1, threads)
-        self._encoder = _session(self.encoder_path, encoder_threads, providers, ENCODER_UNFUSED)
+        self._encoder = _session(file("encoder_file"), threads, providers, ENCODER_UNFUSED)
+        self.encoder_path = file("encoder_file")
+        """The encoder file this instance runs (float32 or the CPU one)."""
         self._embedding_width = int(
             next(o.shape[1] for o in self._encoder.get_outputs() if o.name == _EMBEDDING)
         )
@@ -199,9 +290,88 @@ class TritonPythonModel:
         unknown = set(self._outputs) - set(self._heads)
         if unknown:
             raise PipelineConfigError(f"outputs without a head: {sorted(unknown)}")
+        self.choice = self._choose(params, file, threads, providers)
+        """Which encoder this instance serves and why (logged, and a gauge inside Triton)."""
+        self._report(args.get("model_name", folder.name))
+
+    def _choose(
+        self,
+        params: dict[str, str],
+        file: Callable[[str], Path],
+        threads: int,
+        providers: list[Any],
+    ) -> EncoderChoice:
+        if providers != ["CPUExecutionProvider"]:
+            return EncoderChoice(FLOAT32, "running on a GPU")
+        if "cpu_encoder_file" not in params:
+            return EncoderChoice(FLOAT32, "no cpu_encoder_file configured")
+        cpu_path = file("cpu_encoder_file")
+        probes = read_probes(file("probe_file"))  # a configured CPU encoder needs its probes
+        max_deviation = _number(params, "cpu_encoder_max_deviation", _MAX_DEVIATION)
+        min_speedup = _number(params, "cpu_encoder_min_speedup", _MIN_SPEEDUP)
+        if not cpu_path.is_file():
+            return EncoderChoice(FLOAT32, f"cpu encoder file not found: {cpu_path.name}")
+        float32_session = self._encoder
+        cpu_session = _session(cpu_path, threads, providers, ENCODER_UNFUSED)
+        choice = choose_encoder(
+            lambda texts: self._scores(texts, float32_session),
+            lambda texts: self._scores(texts, cpu_session),
+            probes,
+            max_deviation=max_deviation,
+            min_speedup=min_speedup,
+        )
+        if choice.encoder == CPU:
+            self._encoder = cpu_session
+            self.encoder_path = cpu_path
+        return choice
+
+    def _report(self, model: str) -> None:
+        line = json.dumps({"event": "encoder_chosen", "model": model, **self.choice.as_fields()})
+        self._metrics: list[Any] = []
+        self._families: list[Any] = []
+        try:
+            import triton_python_backend_utils as pb_utils  # only inside Triton's Python stub
+        except ImportError:
+            _log.info(line)
+            return
+        if self.choice.encoder == FLOAT32 and self.choice.max_deviation is not None:
+            pb_utils.Logger.log_warn(line)  # a CPU encoder was tried and refused
+        else:
+            pb_utils.Logger.log_info(line)
+        serving = pb_utils.MetricFamily(
+            name="modstream_model_encoder",
+            description="1 for the encoder this moderation model serves (cpu or float32)",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        deviation = pb_utils.MetricFamily(
+            name="modstream_model_encoder_deviation",
+            description="largest head-probability gap of the CPU encoder to float32 on probes",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        speedup = pb_utils.MetricFamily(
+            name="modstream_model_encoder_speedup",
+            description="float32 CPU time over the CPU encoder's on the probe messages",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        self._families = [serving, deviation, speedup]
+        for encoder in (CPU, FLOAT32):
+            metric = serving.Metric(labels={"model": model, "encoder": encoder})
+            metric.set(1.0 if encoder == self.choice.encoder else 0.0)
+            self._metrics.append(metric)
+        for family, value in (
+            (deviation, self.choice.max_deviation),
+            (speedup, self.choice.speedup),
+        ):
+            if value is not None:
+                metric = family.Metric(labels={"model": model})
+                metric.set(float(value))
+                self._metrics.append(metric)
 
     def scores(self, texts: list[str]) -> dict[str, Array]:
         """Probabilities per output for these texts, one row each (the whole pipeline)."""
+        return self._scores(texts, self._encoder)
+
+    def _scores(self, texts: list[str], encoder: ort.InferenceSession) -> dict[str, Array]:
         if not texts:
             return {n: np.zeros((0, self._widths[n]), np.float32) for n in self._outputs}
         encodings = self._tokenizer.encode_batch([self._prefix + t for t in texts])
@@ -210,21 +380,15 @@ class TritonPythonModel:
         wanted = {self._head_inputs[name] for name in self._outputs}
         # The encoder's features end with the embedding, so one output serves both kinds of head.
         output = _FEATURES if _FEATURES in wanted else _EMBEDDING
-
-        def encode(rows: Array) -> Array:
+        encoded: Array | None = None
+        for rows in _length_chunks(mask, self._chunk_rows):
             chunk_mask = _trim(mask[rows])
             feed = {"input_ids": ids[rows, : chunk_mask.shape[1]], "attention_mask": chunk_mask}
-            return np.asarray(self._encoder.run([output], feed)[0], dtype=np.float32)
-
-        if self._pool is not None:
-            groups = [np.array([row]) for row in range(len(texts))]
-            parts = list(self._pool.map(encode, groups))
-        else:
-            groups = _length_chunks(mask, self._chunk_rows)
-            parts = [encode(rows) for rows in groups]
-        encoded = np.empty((len(texts), parts[0].shape[1]), dtype=np.float32)
-        for rows, part in zip(groups, parts, strict=True):
+            part = np.asarray(encoder.run([output], feed)[0], dtype=np.float32)
+            if encoded is None:
+                encoded = np.empty((len(texts), part.shape[1]), dtype=np.float32)
             encoded[rows] = part
+        assert encoded is not None  # texts is not empty, so there was at least one chunk
         inputs = {_EMBEDDING: encoded[:, -self._embedding_width :]}
         if _FEATURES in wanted:
             inputs[_FEATURES] = np.hstack([encoded, lexicon_scores(self._analyzer, texts)])
@@ -244,10 +408,7 @@ class TritonPythonModel:
             raw = pb_utils.get_input_tensor_by_name(request, "TEXT").as_numpy().reshape(-1)
             sizes.append(len(raw))
             texts.extend(_as_text(item) for item in raw)
-        if texts:
-            results = self.scores(texts)
-        else:
-            results = {n: np.zeros((0, self._widths[n]), np.float32) for n in self._outputs}
+        results = self.scores(texts)
         responses = []
         start = 0
         for size in sizes:
@@ -261,8 +422,8 @@ class TritonPythonModel:
         return responses
 
     def finalize(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
+        self._metrics.clear()  # metrics go before their families
+        self._families.clear()
         del self._encoder
         self._heads.clear()
 

@@ -49,22 +49,23 @@ def test_interleaved_alternates_and_times_each_path() -> None:
 
 
 def test_cpu_model_bench_runs_both_encoders_and_compares_them() -> None:
-    """The served config names the int8 file the CPU bench compares with float32, and the
-    bench's agreement counts rows with the same top class and finds the largest probability gap."""
+    """The served config names the CPU file the bench compares with float32, and the bench's
+    agreement finds the largest and 99th-percentile probability gaps and the top-class changes."""
     import numpy as np
 
     from bench.cpu_model import agreement
 
     a = {"X": np.array([[0.9, 0.1], [0.4, 0.6], [0.2, 0.8]])}
     b = {"X": np.array([[0.8, 0.2], [0.7, 0.3], [0.1, 0.9]])}
-    same, gap = agreement(a, b)["X"]
-    assert same == 2 / 3
-    assert abs(gap - 0.3) < 1e-9
+    largest, p99, changes = agreement(a, b)["X"]
+    assert abs(largest - 0.3) < 1e-9
+    assert 0.1 < p99 <= largest
+    assert changes == 1
     params = json.loads(_model_args(REPOSITORY, "moderation")["model_config"])["parameters"]
     assert params["cpu_encoder_file"]["string_value"] == "../encoder/1/model_cpu.onnx"
 
 
-def test_cpu_eval_paths_grade_the_int8_encoder_with_the_same_heads(tmp_path: Path) -> None:
+def test_cpu_eval_paths_grade_the_cpu_encoder_with_the_same_heads(tmp_path: Path) -> None:
     """``bench.cpu_model --eval`` hands ``evaluate`` paths whose encoder is ``model_cpu.onnx``
     and whose heads, tokenizer and package cache are the usual ones; embeddings go elsewhere."""
     from bench.cpu_model import cpu_eval_paths

@@ -7,10 +7,11 @@ import importlib
 import json
 import re
 import sys
+import time
 import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import onnxruntime as ort
@@ -62,6 +63,44 @@ class _Request:
         self.text = np.array([[t] for t in texts], dtype=object)
 
 
+class _Logger:
+    lines: ClassVar[list[tuple[str, str]]] = []
+
+    @classmethod
+    def log_info(cls, line: str) -> None:
+        cls.lines.append(("info", line))
+
+    @classmethod
+    def log_warn(cls, line: str) -> None:
+        cls.lines.append(("warn", line))
+
+
+class _Metric:
+    def __init__(self, family: _MetricFamily, labels: dict[str, str]) -> None:
+        self.family = family
+        self.labels = labels
+        self.value: float | None = None
+
+    def set(self, value: float) -> None:
+        self.value = value
+
+
+class _MetricFamily:
+    GAUGE = "gauge"
+    made: ClassVar[list[_MetricFamily]] = []
+
+    def __init__(self, name: str, description: str, kind: str) -> None:
+        self.name = name
+        self.kind = kind
+        self.metrics: list[_Metric] = []
+        _MetricFamily.made.append(self)
+
+    def Metric(self, labels: dict[str, str]) -> _Metric:  # noqa: N802 - Triton's spelling
+        metric = _Metric(self, labels)
+        self.metrics.append(metric)
+        return metric
+
+
 @pytest.fixture
 def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     fake = types.ModuleType("triton_python_backend_utils")
@@ -70,6 +109,10 @@ def pipeline(monkeypatch: pytest.MonkeyPatch) -> Iterator[types.ModuleType]:
     fake.get_input_tensor_by_name = (  # type: ignore[attr-defined]
         lambda request, name: _Tensor(name, request.text)
     )
+    fake.Logger = _Logger  # type: ignore[attr-defined]
+    fake.MetricFamily = _MetricFamily  # type: ignore[attr-defined]
+    _Logger.lines.clear()
+    _MetricFamily.made.clear()
     monkeypatch.setitem(sys.modules, "triton_python_backend_utils", fake)
     yield importlib.reload(importlib.import_module("modelbuild.serving.pipeline_model"))
     sys.modules.pop("modelbuild.serving.pipeline_model", None)
@@ -88,8 +131,16 @@ def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
         build_encoder(read_e5(root / "e5.bin"), (1,)), root / "encoder" / "1" / "model.onnx"
     )
     save_encoder(
-        build_cpu_encoder(read_e5(root / "e5.bin"), (1,))[1],
-        root / "encoder" / "1" / "model_cpu.onnx",
+        build_cpu_encoder(read_e5(root / "e5.bin"), (1,)), root / "encoder" / "1" / "model_cpu.onnx"
+    )
+    # A CPU encoder from other weights: far off the float32 one (the check must refuse it).
+    write_tiny_e5(root / "other.bin", seed=1)
+    save_encoder(
+        build_cpu_encoder(read_e5(root / "other.bin"), (1,)), root / "encoder" / "1" / "wrong.onnx"
+    )
+    probes = ["hello", "a b great", "b a b awful", "hello a hello", "", "a " * 20, "love b"]
+    (root / "encoder" / "probes.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in probes), encoding="utf-8"
     )
     rng = np.random.default_rng(7)
     for output, folder in HEAD_FOLDERS.items():
@@ -281,52 +332,149 @@ def test_length_chunks_group_similar_lengths(pipeline: types.ModuleType) -> None
     assert pipeline._trim(mask[[1, 4]]).shape == (2, 1)
 
 
-def test_cpu_instances_run_the_int8_encoder_when_configured(
+CPU_ENCODER = {
+    "cpu_encoder_file": "../encoder/1/model_cpu.onnx",
+    "probe_file": "../encoder/probes.jsonl",
+    "cpu_encoder_min_speedup": "0",
+}
+
+
+def _serving_gauges() -> dict[str, float | None]:
+    """The serving gauge of the first model loaded in the test."""
+    family = next(f for f in _MetricFamily.made if f.name == "modstream_model_encoder")
+    return {m.labels["encoder"]: m.value for m in family.metrics}
+
+
+def test_a_cpu_encoder_within_the_bound_is_served_and_said(
     pipeline: types.ModuleType, repository: Path
 ) -> None:
-    """On CPU the model runs ``cpu_encoder_file`` when the config names it, else
-    ``encoder_file``; with CUDA it always runs ``encoder_file``. Both give close probabilities."""
-    encoders = repository / "encoder" / "1"
-    cpu = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
+    """With a CPU encoder that its probes show within the bound (speed not required here), a
+    CPU instance serves it: close to float32 but not equal; the choice is logged (no message
+    text) and the serving gauge says cpu."""
+    cpu = _load(pipeline, repository, **CPU_ENCODER)
     fp32 = _load(pipeline, repository)
-    assert cpu.encoder_path == (encoders / "model_cpu.onnx").resolve()
-    assert fp32.encoder_path == (encoders / "model.onnx").resolve()
+    assert cpu.choice.encoder == pipeline.CPU
+    assert cpu.encoder_path == (repository / "encoder" / "1" / "model_cpu.onnx").resolve()
+    assert fp32.encoder_path == (repository / "encoder" / "1" / "model.onnx").resolve()
+    assert fp32.choice.reason == "no cpu_encoder_file configured"
+    assert 0 < cpu.choice.max_deviation <= 0.02
+    assert cpu.choice.probes == 7
     texts = ["hello", "a b great", "b a b awful", "hello a hello"]
     got, want = cpu.scores(texts), fp32.scores(texts)
     for name in WIDTHS:
         assert not np.array_equal(got[name], want[name])
-        assert float(np.abs(got[name] - want[name]).max()) <= 0.1
-    params = {"encoder_file": "fp32", "cpu_encoder_file": "int8"}
-    cuda = [("CUDAExecutionProvider", {"device_id": 0}), "CPUExecutionProvider"]
-    assert pipeline._encoder_key(params, ["CPUExecutionProvider"]) == "cpu_encoder_file"
-    assert pipeline._encoder_key(params, cuda) == "encoder_file"
-    assert pipeline._encoder_key({"encoder_file": "fp32"}, ["CPUExecutionProvider"]) == (
-        "encoder_file"
-    )
+        assert float(np.abs(got[name] - want[name]).max()) <= 0.02
+    level, line = next(entry for entry in _Logger.lines if "encoder_chosen" in entry[1])
+    assert level == "info"
+    assert json.loads(line)["encoder"] == "cpu"
+    assert "great" not in line
+    gauges = _serving_gauges()
+    assert gauges["cpu"] == 1.0
 
 
-def test_int8_scores_do_not_depend_on_the_batch(
+def test_a_cpu_encoder_off_the_bound_is_refused_and_float32_served(
     pipeline: types.ModuleType, repository: Path
 ) -> None:
-    """The int8 encoder quantises activations per run; with ``per_message`` it runs each message
-    alone, so a message scores the same alone and in any batch (grouped, the default, it does
-    not). ``per_message`` must be a boolean."""
-    cpu = _load(
-        pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="true"
-    )
+    """A CPU encoder whose probabilities are off float32's by more than the bound (here one from
+    other weights) is refused: the instance serves float32, exactly, and warns why."""
+    wrong = {**CPU_ENCODER, "cpu_encoder_file": "../encoder/1/wrong.onnx"}
+    model = _load(pipeline, repository, **wrong)
+    assert model.choice.encoder == pipeline.FLOAT32
+    assert "exceeds 0.02" in model.choice.reason
+    assert model.choice.max_deviation > 0.02
+    assert model.encoder_path == (repository / "encoder" / "1" / "model.onnx").resolve()
+    texts = ["hello", "b a b awful"]
+    fp32 = _load(pipeline, repository).scores(texts)
+    for name, rows in model.scores(texts).items():
+        assert np.array_equal(rows, fp32[name])
+    assert any(level == "warn" and "exceeds" in line for level, line in _Logger.lines)
+    assert _serving_gauges()["float32"] == 1.0
+    assert _serving_gauges()["cpu"] == 0.0
+
+
+def test_a_cpu_encoder_that_is_not_faster_keeps_float32(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """A required speed-up the CPU encoder cannot show keeps float32, with the measured
+    speed-up in the reason; a missing CPU file serves float32 too."""
+    slow = _load(pipeline, repository, **{**CPU_ENCODER, "cpu_encoder_min_speedup": "1000"})
+    assert slow.choice.encoder == pipeline.FLOAT32
+    assert slow.choice.reason.startswith("speed-up")
+    assert slow.choice.speedup is not None
+    gone = _load(pipeline, repository, **{**CPU_ENCODER, "cpu_encoder_file": "../encoder/9.onnx"})
+    assert gone.choice.encoder == pipeline.FLOAT32
+    assert "not found" in gone.choice.reason
+
+
+def test_cpu_encoder_settings_are_checked_at_load(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """A CPU encoder without a probe file, an empty or missing probe file, or a bound that is
+    not a number fail to load (a configuration mistake is not silently served)."""
+    without = {k: v for k, v in CPU_ENCODER.items() if k != "probe_file"}
+    with pytest.raises(pipeline.PipelineConfigError, match="probe_file"):
+        _load(pipeline, repository, **without)
+    with pytest.raises(pipeline.PipelineConfigError, match="probe file not found"):
+        _load(pipeline, repository, **{**CPU_ENCODER, "probe_file": "../nope.jsonl"})
+    (repository / "empty.jsonl").write_text("\n", encoding="utf-8")
+    with pytest.raises(pipeline.PipelineConfigError, match="no messages"):
+        _load(pipeline, repository, **{**CPU_ENCODER, "probe_file": "../empty.jsonl"})
+    with pytest.raises(pipeline.PipelineConfigError, match="cpu_encoder_max_deviation"):
+        _load(pipeline, repository, **{**CPU_ENCODER, "cpu_encoder_max_deviation": "loose"})
+
+
+def test_cpu_encoder_scores_do_not_depend_on_the_batch(
+    pipeline: types.ModuleType, repository: Path
+) -> None:
+    """Served by a CPU instance, a message scores the same alone and in a batch of others
+    (different length groups and padding) within 1e-6; an empty batch gives empty rows."""
+    cpu = _load(pipeline, repository, **CPU_ENCODER, chunk_rows="2")
+    assert cpu.choice.encoder == pipeline.CPU
     texts = ["hello", "a b great", "b a b awful b a b awful", "hello a hello", "great"]
     together = cpu.scores(texts)
     for row, text in enumerate(texts):
         alone = cpu.scores([text])
         for name in WIDTHS:
-            assert np.array_equal(alone[name][0], together[name][row])
+            assert float(np.abs(alone[name][0] - together[name][row]).max()) <= 1e-6
     assert {name: rows.shape[0] for name, rows in cpu.scores([]).items()} == dict.fromkeys(
         WIDTHS, 0
     )
-    grouped = _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx")
-    assert grouped._pool is None
-    with pytest.raises(pipeline.PipelineConfigError, match="per_message"):
-        _load(pipeline, repository, cpu_encoder_file="../encoder/1/model_cpu.onnx", per_message="x")
+
+
+def test_choose_encoder_takes_the_worst_probability_and_the_cpu_time(
+    pipeline: types.ModuleType,
+) -> None:
+    """The choice compares every output over every probe (the worst gap decides) and counts
+    top-class changes; a CPU side that spends more CPU time than required is refused."""
+    base = np.array([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]], dtype=np.float32)
+
+    def float32(texts: list[str]) -> dict[str, Array]:
+        return {"A": base[: len(texts)], "B": base[: len(texts)]}
+
+    def shifted(texts: list[str]) -> dict[str, Array]:
+        moved = base[: len(texts)].copy()
+        moved[0] = [0.49, 0.51]  # 0.01 off, and the top class changes
+        return {"A": base[: len(texts)], "B": moved}
+
+    probes = ["x", "y", "z"]
+    near = pipeline.choose_encoder(float32, shifted, probes, max_deviation=0.02, min_speedup=0)
+    assert near.encoder == pipeline.CPU
+    assert near.deviation_output == "B"
+    assert near.max_deviation == pytest.approx(0.01, abs=1e-6)
+    assert near.top_class_changes == 1
+    far = pipeline.choose_encoder(float32, shifted, probes, max_deviation=0.005, min_speedup=0)
+    assert far.encoder == pipeline.FLOAT32
+
+    def slow(texts: list[str]) -> dict[str, Array]:
+        end = time.process_time() + 0.05
+        while time.process_time() < end:
+            pass
+        return float32(texts)
+
+    refused = pipeline.choose_encoder(float32, slow, probes, min_speedup=1.05)
+    assert refused.encoder == pipeline.FLOAT32
+    assert refused.speedup is not None
+    assert refused.speedup < 1.05
 
 
 def _parameters(model: str) -> dict[str, str]:
@@ -351,6 +499,12 @@ def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
     )
     assert params["encoder_file"] == "../encoder/1/model.onnx"
     assert params["cpu_encoder_file"] == "../encoder/1/model_cpu.onnx"
+    assert params["probe_file"] == "../encoder/probes.jsonl"
+    assert (params["cpu_encoder_max_deviation"], params["cpu_encoder_min_speedup"]) == (
+        "0.02",
+        "1.05",
+    )
+    assert (REPOSITORY / model / params["probe_file"]).resolve().is_file()
     assert params["tokenizer_file"] == "../tokenizer/1/tokenizer.json"
     assert params["toxicity_file"] == f"../toxicity/{toxicity}/model.onnx"
     assert params["sentiment_file"] == f"../sentiment/{sentiment}/model.onnx"
