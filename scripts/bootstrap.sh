@@ -36,6 +36,10 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || packages+=(postgresq
 [ "$(java_major)" -ge 17 ] || packages+=(default-jre-headless)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 { command -v promtool && command -v prometheus; } >/dev/null 2>&1 || packages+=(prometheus)
+# The instruction-set tests: an emulated AVX2-only CPU (qemu user mode) and the no-AMX launcher
+# built from bench/instruction_sets/noamx.c.
+command -v qemu-x86_64 >/dev/null 2>&1 || packages+=(qemu-user)
+command -v gcc >/dev/null 2>&1 || packages+=(gcc libc6-dev)
 if [ "${#packages[@]}" -gt 0 ]; then
     say "installing ${packages[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
