@@ -8,6 +8,9 @@
   keep their row (the analysts' figures need it) but lose ``message_text`` (set to ``''``,
   ``text_cleared_at`` stamped); texts waiting in ``pending_texts`` longer than that are deleted
   (their verdicts stay ``pending_model`` and are no longer re-scored).
+- Analysts' rollups (``--keep-rollups``, default 400 days, never shorter than ``--keep``): their
+  hours and days before the cutoff, and the rule-reach rows whose latest hit is that old. They
+  outlive the raw verdicts on purpose: a year of figures costs a few hundred megabytes.
 - Ledgers: dead letters after ``--keep-dead-letters`` (90 days), strikes that expired more than
   ``--keep-expired-strikes`` ago (30 days; expired strikes no longer count anyway), published
   decision-outbox rows after ``--keep-outbox`` (7 days; unpublished ones are never touched),
@@ -46,6 +49,7 @@ __all__ = [
 _ADVISORY_LOCK_KEY = 0x72657465  # "rete"
 _KEEP_PATTERN = re.compile(r"^(?P<count>\d+)(?P<unit>[dw])$")
 _PARTITION_PATTERN = re.compile(r"^verdicts_(?P<year>\d{4})_(?P<month>\d{2})$")
+_KEEP_ROLLUPS = timedelta(days=400)
 _log = get_logger(__name__)
 
 
@@ -62,6 +66,7 @@ class RetentionPeriods:
     dead_letters: timedelta = timedelta(days=90)
     expired_strikes: timedelta = timedelta(days=30)
     outbox: timedelta = timedelta(days=7)
+    rollups: timedelta = _KEEP_ROLLUPS
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,9 @@ class _Step:
         return f"SELECT count(*) FROM {self.table} WHERE {self.condition}"  # noqa: S608 (constants)
 
 
+_BEFORE_DAY = "{column} < ($1 AT TIME ZONE 'UTC')::date"
+"""A UTC day that began before the cutoff's day (whole days only)."""
+
 _LEDGER_STEPS: tuple[_Step, ...] = (
     _Step(
         "review_texts_cleared",
@@ -116,6 +124,20 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
     _Step("expired_sessions", "review_sessions", "expires_at < $1", "now"),
     # The online service's message-id ledger goes with the verdicts it points at.
     _Step("online_messages", "online_messages", "created_at < $1", "verdicts"),
+    *(
+        _Step(table, table, condition, "rollups")
+        for table, condition in (
+            ("rollup_verdicts_hourly", "hour < $1"),
+            ("rollup_verdicts_daily", _BEFORE_DAY.format(column="day")),
+            ("rollup_latency_hourly", "hour < $1"),
+            ("rollup_rule_hits_hourly", "hour < $1"),
+            ("rollup_rule_groups", _BEFORE_DAY.format(column="last_day")),
+            ("rollup_rule_senders", _BEFORE_DAY.format(column="last_day")),
+            ("rollup_sender_flags_daily", _BEFORE_DAY.format(column="day")),
+            ("rollup_severe_harm_daily", _BEFORE_DAY.format(column="day")),
+            ("rollup_model_agreement_hourly", "hour < $1"),
+        )
+    ),
 )
 
 
@@ -162,7 +184,10 @@ async def apply_retention(
     if ahead_months < 0:
         raise RetentionError("--ahead-months must not be negative")
     at = now or datetime.now(UTC)
-    chosen = periods or RetentionPeriods(verdicts=keep)
+    chosen = periods or RetentionPeriods(verdicts=keep, rollups=max(keep, _KEEP_ROLLUPS))
+    if chosen.rollups < chosen.verdicts:
+        # A verdict re-scored after its rollup rows went would be subtracted from nothing.
+        raise RetentionError("--keep-rollups must not be shorter than --keep")
     cutoff = at - keep
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock($1)", _ADVISORY_LOCK_KEY)
@@ -226,6 +251,7 @@ def _run(args: argparse.Namespace) -> int:
             dead_letters=parse_keep(args.keep_dead_letters),
             expired_strikes=parse_keep(args.keep_expired_strikes),
             outbox=parse_keep(args.keep_outbox),
+            rollups=parse_keep(args.keep_rollups),
         )
         report = asyncio.run(_main(settings, periods, args.ahead_months, args.dry_run))
     except RetentionError as exc:
@@ -256,6 +282,9 @@ def register(subparsers: Any) -> None:
         "--keep-expired-strikes", default="30d", help="strikes this long past their expiry"
     )
     parser.add_argument("--keep-outbox", default="7d", help="published decision-outbox rows")
+    parser.add_argument(
+        "--keep-rollups", default="400d", help="analysts' rollups (at least --keep)"
+    )
     parser.add_argument(
         "--ahead-months", type=int, default=3, help="upcoming monthly partitions to create"
     )

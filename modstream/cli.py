@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "stack.demo",
     "review.command",
     "admin.retention",
+    "admin.rollups",
     "stack.command",
     "modelbuild.command",
     "online.command",
@@ -41,6 +42,7 @@ PRODUCTION_COMMANDS: tuple[str, ...] = (
     "worker",
     "review",
     "retention",
+    "rollups",
     "rescore",
     "online",
 )

@@ -46,6 +46,7 @@ from worker.outbox import VerdictOutbox
 from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inference
 from worker.publisher import KafkaPublisher
 from worker.rescore import Rescorer
+from worker.rollup_refresh import RollupRefresher
 from worker.rule_stage import RuleStage
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
@@ -295,7 +296,8 @@ class StreamParts:
     failpoints: Failpoints
     loops: dict[str, Loop]
     """Background loops by name: the outbox relay, the re-scorer, the breaker's probe, the
-    consumer lag probe and the rule file watch (when reloading is on)."""
+    consumer lag probe, the rule file watch (when reloading is on) and the analysts' rollup
+    refresh (unless its interval is 0)."""
 
 
 def build_stream_parts(
@@ -365,7 +367,7 @@ def _stream_loops(
     parts: ModerationParts, settings: WorkerSettings, source: StreamSource, tracker: OffsetTracker
 ) -> dict[str, Loop]:
     """The relay and the re-scorer over the partitions this worker owns, the breaker's probe,
-    the consumer lag probe and the rule file watch."""
+    the consumer lag probe, the rule file watch and the rollup refresh."""
     topic = settings.kafka.input_topic
     rel = settings.reliability
 
@@ -382,4 +384,11 @@ def _stream_loops(
     }
     if parts.rules_watch is not None:
         loops["rules_watch"] = parts.rules_watch.run
+    if settings.rollups.refresh_interval_s > 0:
+        refresher = RollupRefresher(
+            parts.database,
+            interval_s=settings.rollups.refresh_interval_s,
+            page_rows=settings.rollups.page_rows,
+        )
+        loops["rollups"] = refresher.run
     return loops

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
+from common.rollups import DEFAULT_PAGE_ROWS
 from common.settings import KafkaSettings, PostgresSettings, Section, ServiceSettings
 from pipelines.policy import PolicyThresholds
 
@@ -19,6 +20,7 @@ __all__ = [
     "KafkaSettings",
     "PostgresSettings",
     "ReliabilitySettings",
+    "RollupSettings",
     "RulesSettings",
     "TritonSettings",
     "WorkerSettings",
@@ -133,6 +135,16 @@ class ReliabilitySettings(Section):
     rescore_batch_items: int = Field(default=100, ge=1)
 
 
+class RollupSettings(Section):
+    """The analysts' rollups (``worker.rollup_refresh``, docs/analysts.md "Rollups")."""
+
+    refresh_interval_s: float = Field(default=10.0, ge=0)
+    """How often the worker counts new and changed verdicts into the rollups (their freshness);
+    0 leaves the job to ``modstream rollups refresh`` (a cron job, say)."""
+    page_rows: int = Field(default=DEFAULT_PAGE_ROWS, ge=1)
+    """Verdict rows counted per step of a refresh (bounds its memory on a large backlog)."""
+
+
 class HttpSettings(Section):
     host: str = "127.0.0.1"
     port: int = 18080
@@ -148,6 +160,7 @@ class WorkerSettings(ServiceSettings):
     dataclass of ``pipelines.policy`` itself, validated by its own checks."""
     rules: RulesSettings = RulesSettings()
     reliability: ReliabilitySettings = ReliabilitySettings()
+    rollups: RollupSettings = RollupSettings()
     http: HttpSettings = HttpSettings()
     failpoint: str | None = None
     """Testing only (``MODSTREAM_FAILPOINT=after_pg_commit`` or ``name@N`` for the N-th pass):

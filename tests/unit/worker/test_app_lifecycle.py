@@ -27,7 +27,7 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.parts import ModerationParts, StreamParts, build_stream_parts
 from worker.rule_stage import RuleStage
-from worker.settings import BatchSettings, HttpSettings, WorkerSettings
+from worker.settings import BatchSettings, HttpSettings, RollupSettings, WorkerSettings
 from worker.work import Work
 
 _TOPIC = "chat"
@@ -316,6 +316,7 @@ def _settings(failpoint: str | None = None, *, drain_timeout_s: float = 5.0) -> 
             max_items=10, max_wait_s=0.05, max_in_flight=2, drain_timeout_s=drain_timeout_s
         ),
         http=HttpSettings(port=0),
+        rollups=RollupSettings(refresh_interval_s=0),  # the fake database has no pool
         failpoint=failpoint,
     )
 
