@@ -129,6 +129,7 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
         for table, condition in (
             ("rollup_verdicts_hourly", "hour < $1"),
             ("rollup_verdicts_daily", _BEFORE_DAY.format(column="day")),
+            ("rollup_verdict_totals_hourly", "hour < $1"),
             ("rollup_latency_hourly", "hour < $1"),
             ("rollup_rule_hits_hourly", "hour < $1"),
             ("rollup_rule_groups", _BEFORE_DAY.format(column="last_day")),

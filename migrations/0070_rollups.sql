@@ -78,6 +78,18 @@ CREATE TABLE rollup_verdicts_daily (
     PRIMARY KEY (day, group_id, category, decision, decided_by)
 ) WITH (fillfactor = 80);
 
+-- The same per UTC hour without the group: what platform-wide series and totals read (a few
+-- dozen rows an hour, where the per-group tables hold thousands).
+CREATE TABLE rollup_verdict_totals_hourly (
+    hour              timestamptz NOT NULL,
+    category          text        NOT NULL,
+    decision          text        NOT NULL,
+    decided_by        text        NOT NULL,
+    verdicts          bigint      NOT NULL,
+    escalated         bigint      NOT NULL,
+    PRIMARY KEY (hour, category, decision, decided_by)
+) WITH (fillfactor = 80);
+
 -- Message-to-verdict latency (created_at - sent_at) per UTC hour and deciding stage, as bucket
 -- counts, with the sums the averages need (inferences: rows with an inference_ms).
 CREATE TABLE rollup_latency_hourly (
@@ -220,6 +232,18 @@ BEGIN
         HAVING sum(sign) <> 0 OR coalesce(sum(sign) FILTER (WHERE escalated), 0) <> 0
         ORDER BY day, group_id, category, decision, decided_by
         ON CONFLICT (day, group_id, category, decision, decided_by) DO UPDATE
+        SET verdicts = r.verdicts + EXCLUDED.verdicts, escalated = r.escalated + EXCLUDED.escalated
+    ),
+    totals AS (
+        INSERT INTO rollup_verdict_totals_hourly AS r
+            (hour, category, decision, decided_by, verdicts, escalated)
+        SELECT hour, category, decision, decided_by,
+               sum(sign), coalesce(sum(sign) FILTER (WHERE escalated), 0)
+        FROM changes
+        GROUP BY hour, category, decision, decided_by
+        HAVING sum(sign) <> 0 OR coalesce(sum(sign) FILTER (WHERE escalated), 0) <> 0
+        ORDER BY hour, category, decision, decided_by
+        ON CONFLICT (hour, category, decision, decided_by) DO UPDATE
         SET verdicts = r.verdicts + EXCLUDED.verdicts, escalated = r.escalated + EXCLUDED.escalated
     ),
     latency AS (
@@ -549,6 +573,18 @@ FROM rollup_verdicts_daily
 GROUP BY day, group_id, category, decision
 HAVING sum(verdicts) > 0;
 
+CREATE VIEW analytics_verdict_totals_daily AS
+SELECT (hour AT TIME ZONE 'UTC')::date AS day, category, decision,
+       sum(verdicts)::bigint                                                     AS verdicts,
+       sum(escalated)::bigint                                                    AS escalated,
+       coalesce(sum(verdicts) FILTER (WHERE decided_by = 'rules'), 0)::bigint    AS by_rules,
+       coalesce(sum(verdicts) FILTER (WHERE decided_by = 'model'), 0)::bigint    AS by_model,
+       coalesce(sum(verdicts) FILTER (WHERE decided_by = 'pending_model'), 0)::bigint
+                                                                                 AS pending_model
+FROM rollup_verdict_totals_hourly
+GROUP BY 1, 2, 3
+HAVING sum(verdicts) > 0;
+
 CREATE VIEW analytics_latency_buckets AS
 SELECT bucket, lower_ms, upper_ms, estimate_ms FROM rollup_latency_buckets;
 
@@ -687,7 +723,8 @@ DECLARE
 BEGIN
     FOREACH rel IN ARRAY ARRAY[
         'rollup_latency_buckets', 'rollup_verdicts_hourly', 'rollup_verdicts_daily',
-        'rollup_latency_hourly', 'rollup_rule_hits_hourly', 'rollup_rule_groups',
+        'rollup_verdict_totals_hourly', 'rollup_latency_hourly', 'rollup_rule_hits_hourly',
+        'rollup_rule_groups',
         'rollup_rule_senders', 'rollup_sender_flags_daily', 'rollup_severe_harm_daily',
         'rollup_model_agreement_hourly', 'rollup_verdict_changes', 'rollup_agreement_dirty',
         'rollup_state'] LOOP
@@ -695,6 +732,7 @@ BEGIN
     END LOOP;
     FOREACH rel IN ARRAY ARRAY[
         'analytics_verdict_rates_hourly', 'analytics_verdict_rates_daily',
+        'analytics_verdict_totals_daily',
         'analytics_latency_buckets', 'analytics_verdict_latency_hourly',
         'analytics_verdict_latency_daily', 'analytics_rule_hits_daily', 'analytics_top_rules',
         'analytics_sender_flags_daily', 'analytics_severe_harm_daily',

@@ -72,6 +72,13 @@ _RAW = {
                COALESCE(category, 'none') AS category, decision, decided_by,
                count(*) AS verdicts, count(*) FILTER (WHERE escalated) AS escalated
         FROM verdicts GROUP BY 1, 2, 3, 4, 5""",
+    "analytics_verdict_totals_daily": """
+        SELECT (sent_at AT TIME ZONE 'UTC')::date AS day, COALESCE(category, 'none') AS category,
+               decision, count(*) AS verdicts, count(*) FILTER (WHERE escalated) AS escalated,
+               count(*) FILTER (WHERE decided_by = 'rules') AS by_rules,
+               count(*) FILTER (WHERE decided_by = 'model') AS by_model,
+               count(*) FILTER (WHERE decided_by = 'pending_model') AS pending_model
+        FROM verdicts GROUP BY 1, 2, 3""",
     "analytics_rule_hits_daily": """
         SELECT (v.sent_at AT TIME ZONE 'UTC')::date AS day, h ->> 'rule_id' AS rule_id,
                h ->> 'category' AS category, h ->> 'severity' AS severity,
