@@ -28,6 +28,7 @@ import pytest
 from pydantic import SecretStr
 
 from admin.migrate import apply_migrations, discover
+from admin.retention import RetentionError, RetentionPeriods, apply_retention
 from common.rollups import refresh_rollups, rollup_freshness
 from common.settings import project_root
 from pipelines.messages import SourcePosition
@@ -505,5 +506,30 @@ async def test_latency_bucket_edges_are_the_documented_ones(scoped: WorkerSettin
         assert await conn.fetchval("SELECT modstream_latency_bucket(-5)") == 0
         assert await conn.fetchval("SELECT modstream_latency_bucket(0.99)") == 0
         assert await conn.fetchval("SELECT modstream_latency_bucket(1e12)") == 241
+    finally:
+        await conn.close()
+
+
+async def test_retention_keeps_rollups_longer_than_raw_rows(scoped: WorkerSettings) -> None:
+    """``modstream retention``: a verdict past ``--keep`` leaves the raw rows but stays in the
+    rollups until ``--keep-rollups``; a shorter ``--keep-rollups`` than ``--keep`` is refused."""
+    dsn = scoped.postgres.dsn.get_secret_value()
+    rng = random.Random(9)
+    now = datetime.now(UTC)
+    await _write(dsn, [_verdict("ret", 0, rng, when=now - timedelta(days=200))], "g")
+    await _write(dsn, [_verdict("ret", 1, rng, when=now - timedelta(days=500))], "g")
+    assert await _refresh(dsn) == 2
+    conn = await asyncpg.connect(dsn)
+    try:
+        await apply_retention(conn, timedelta(days=90))
+        assert await conn.fetchval("SELECT count(*) FROM verdicts") == 0
+        days = await conn.fetch("SELECT day FROM analytics_verdict_totals_daily")
+        assert [r["day"] for r in days] == [(now - timedelta(days=200)).date()]
+        with pytest.raises(RetentionError):
+            await apply_retention(
+                conn,
+                timedelta(days=90),
+                periods=RetentionPeriods(verdicts=timedelta(days=90), rollups=timedelta(days=30)),
+            )
     finally:
         await conn.close()
