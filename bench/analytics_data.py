@@ -6,8 +6,9 @@ The distributions (a mid-size platform, 30 days by default, ending now):
   the early-morning trough) and busier weekends (x1.15), in time order within each hour;
 - **groups**: 5,000 with Zipf(1.1) popularity (a few huge channels, a long tail); the Kafka
   partition is the group's (12 partitions, offsets increasing per partition);
-- **senders**: 300,000 with Zipf(1.05) activity; one in 37 is an offender (30 % of their
-  messages harmful, against 3 % for everyone else);
+- **senders**: 300,000 with Zipf(1.05) activity, each with three home groups (drawn by the
+  groups' popularity) that take 90 % of their messages; one sender in 37 is an offender (30 % of
+  their messages harmful, against 3 % for everyone else);
 - **harm**: a harmful message falls in one of ten categories (offensive 34 %, spam 24 %, hate
   14 %, sexual 8 %, scam 7 %, threat 5 %, self_harm 3 %, self_harm_incitement 2 %,
   sexual_exploitation 2 %, sexual_exploitation_minors 1 %); per category a share is blocked by a
@@ -295,6 +296,7 @@ def verdict_hours(spec: HistorySpec) -> Iterator[VerdictHour]:
         (spec.end - timedelta(days=9, hours=6), timedelta(minutes=40)),
         (spec.end - timedelta(days=21, hours=17), timedelta(minutes=60)),
     )
+    homes = np.minimum(np.searchsorted(group_cdf, rng.random((spec.senders, 3))), spec.groups - 1)
     offsets = [0] * _PARTITIONS
     batch_ids = [str(uuid.UUID(int=int(x))) for x in rng.integers(0, 2**62, 4096)]
     for hour, count in _rows_per_hour(spec):
@@ -313,6 +315,7 @@ def verdict_hours(spec: HistorySpec) -> Iterator[VerdictHour]:
             benign_scores,
             rollout,
             outages,
+            homes,
             offsets,
             batch_ids,
         )
@@ -331,14 +334,17 @@ def _one_hour(
     benign_scores: list[tuple[str, str, str, str]],
     rollout: datetime,
     outages: tuple[tuple[datetime, timedelta], ...],
+    homes: npt.NDArray[np.int64],
     offsets: list[int],
     batch_ids: list[str],
 ) -> VerdictHour:
     base = np.datetime64(hour.replace(tzinfo=None), "us")
     span_us = min(3_600_000_000, int((spec.end - hour).total_seconds() * 1e6))
     sent = base + np.sort(rng.integers(0, max(1, span_us), count)).astype("timedelta64[us]")
-    groups = np.minimum(np.searchsorted(group_cdf, rng.random(count)), spec.groups - 1)
     senders = np.minimum(np.searchsorted(sender_cdf, rng.random(count)), spec.senders - 1)
+    anywhere = np.minimum(np.searchsorted(group_cdf, rng.random(count)), spec.groups - 1)
+    at_home = homes[senders, rng.integers(0, homes.shape[1], count)]
+    groups = np.where(rng.random(count) < 0.9, at_home, anywhere)
     offender = senders % 37 == 0
     harmful = rng.random(count) < np.where(offender, 0.30, 0.03)
     category = np.minimum(np.searchsorted(category_cdf, rng.random(count)), len(_CATEGORIES) - 1)

@@ -33,10 +33,10 @@ def dsn_for(dsn: str, *, database: str | None = None, user: str | None = None) -
 
 @asynccontextmanager
 async def scratch_database(
-    admin_dsn: str, prefix: str, *, up_to: int | None = None
+    admin_dsn: str, prefix: str, *, up_to: int | None = None, keep: bool = False
 ) -> AsyncIterator[str]:
     """Create and migrate a fresh database (migrations up to version ``up_to``, or all); yield
-    its DSN (same login); drop it at the end."""
+    its DSN (same login); drop it at the end, unless ``keep`` (then say so: it is yours to drop)."""
     name = f"{prefix}_{secrets.token_hex(4)}"
     admin = await asyncpg.connect(admin_dsn)
     try:
@@ -54,8 +54,11 @@ async def scratch_database(
             await conn.close()
         yield dsn
     finally:
-        admin = await asyncpg.connect(admin_dsn)
-        try:
-            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        finally:
-            await admin.close()
+        if keep:
+            print(f'kept database {name}: DROP DATABASE "{name}" when done')
+        else:
+            admin = await asyncpg.connect(admin_dsn)
+            try:
+                await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            finally:
+                await admin.close()

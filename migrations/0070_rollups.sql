@@ -335,7 +335,9 @@ BEGIN
 END;
 $$;
 
--- Recomputes the agreement rows of the given UTC hours (of resolved_at) from the raw rows.
+-- Recomputes the agreement rows of the given UTC hours from the raw rows. An escalation's hour is
+-- that of its resolution (of its creation for a resolved row without resolved_at, which only a
+-- hand-written UPDATE leaves).
 CREATE FUNCTION modstream_agreement_recompute(p_hours timestamptz[])
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
@@ -349,8 +351,8 @@ BEGIN
            count(*) FILTER (WHERE v.decision = 'allow' AND i.resolution <> 'approve')
     FROM (SELECT DISTINCT hour FROM unnest(p_hours) AS hour) AS h
     JOIN review_items AS i
-      ON i.status = 'resolved' AND i.resolved_at >= h.hour
-     AND i.resolved_at < h.hour + interval '1 hour'
+      ON i.status = 'resolved' AND coalesce(i.resolved_at, i.created_at) >= h.hour
+     AND coalesce(i.resolved_at, i.created_at) < h.hour + interval '1 hour'
     JOIN verdicts AS v
       ON v.source_topic = i.source_topic AND v.source_partition = i.source_partition
      AND v.source_offset = i.source_offset AND v.sent_at = i.sent_at
@@ -359,7 +361,8 @@ BEGIN
 END;
 $$;
 
-CREATE INDEX review_items_resolved_at_idx ON review_items (resolved_at) WHERE status = 'resolved';
+CREATE INDEX review_items_decided_at_idx ON review_items ((coalesce(resolved_at, created_at)))
+    WHERE status = 'resolved';
 
 -- Which transaction inserted a verdict row (pg_current_xact_id, as a number so a block-range
 -- index can find the newest rows); NULL for rows older than this migration. Adding a nullable
@@ -432,10 +435,12 @@ CREATE FUNCTION modstream_rollups_on_review_item_change()
 RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_temp AS $$
 BEGIN
     IF TG_OP = 'UPDATE' AND OLD.status = 'resolved' THEN
-        INSERT INTO rollup_agreement_dirty VALUES (date_trunc('hour', OLD.resolved_at, 'UTC'));
+        INSERT INTO rollup_agreement_dirty
+        VALUES (date_trunc('hour', coalesce(OLD.resolved_at, OLD.created_at), 'UTC'));
     END IF;
     IF NEW.status = 'resolved' THEN
-        INSERT INTO rollup_agreement_dirty VALUES (date_trunc('hour', NEW.resolved_at, 'UTC'));
+        INSERT INTO rollup_agreement_dirty
+        VALUES (date_trunc('hour', coalesce(NEW.resolved_at, NEW.created_at), 'UTC'));
     END IF;
     RETURN NULL;
 END;
@@ -447,8 +452,9 @@ CREATE TRIGGER review_items_rollups_insert
 CREATE TRIGGER review_items_rollups_update
     AFTER UPDATE ON review_items FOR EACH ROW
     WHEN ((OLD.status = 'resolved' OR NEW.status = 'resolved')
-          AND (OLD.status, OLD.resolution, OLD.resolved_at, OLD.category)
-              IS DISTINCT FROM (NEW.status, NEW.resolution, NEW.resolved_at, NEW.category))
+          AND (OLD.status, OLD.resolution, OLD.resolved_at, OLD.category, OLD.created_at)
+              IS DISTINCT FROM
+              (NEW.status, NEW.resolution, NEW.resolved_at, NEW.category, NEW.created_at))
     EXECUTE FUNCTION modstream_rollups_on_review_item_change();
 
 -- The job. Counts what changed since the last counted snapshot and moves the snapshot forward,
@@ -507,7 +513,7 @@ BEGIN
     SELECT ARRAY(
         SELECT hour FROM gone
         UNION
-        SELECT date_trunc('hour', i.resolved_at, 'UTC')
+        SELECT date_trunc('hour', coalesce(i.resolved_at, i.created_at), 'UTC')
         FROM rollup_verdict_changes AS c
         JOIN review_items AS i
           ON i.source_topic = (c.new_row).source_topic
@@ -535,7 +541,7 @@ BEGIN
 
     IF counted IS NULL THEN
         DELETE FROM rollup_model_agreement_hourly;
-        hours := ARRAY(SELECT DISTINCT date_trunc('hour', resolved_at, 'UTC')
+        hours := ARRAY(SELECT DISTINCT date_trunc('hour', coalesce(resolved_at, created_at), 'UTC')
                        FROM review_items WHERE status = 'resolved');
     END IF;
     PERFORM modstream_agreement_recompute(hours);

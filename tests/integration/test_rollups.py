@@ -311,6 +311,11 @@ async def test_rollups_equal_raw_after_writes_rescoring_reviews_and_updates(
             '"threat", "severity": "high", "action": "block"}]\' '
             "WHERE source_offset % 4 = 2"
         )
+        # A hand-fixed escalation: resolved, but its decision time lost.
+        await conn.execute(
+            "UPDATE review_items SET resolved_at = NULL "
+            "WHERE id = (SELECT min(id) FROM review_items WHERE status = 'resolved')"
+        )
         changed = await conn.fetchval("SELECT count(*) FROM rollup_verdict_changes")
         assert changed > 0
         await _assert_rollups_match_raw_after(conn, dsn, expect=changed)
