@@ -42,7 +42,10 @@ from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_ver
 from review.queue import ReviewQueue
 from review.schemas import Action, Role, User
 from review.settings import ReviewServiceSettings
+from stack.samples import produce, sample_stream
+from tests.integration.conftest import wait_until
 from tests.support import temporary_database, with_database
+from worker.app import Worker
 from worker.settings import WorkerSettings
 from worker.stores.database import Database
 from worker.stores.pending_texts import PendingText
@@ -537,4 +540,32 @@ async def test_retention_keeps_rollups_longer_than_raw_rows(scoped: WorkerSettin
                 periods=RetentionPeriods(verdicts=timedelta(days=90), rollups=timedelta(days=30)),
             )
     finally:
+        await conn.close()
+
+
+async def test_the_worker_keeps_the_rollups_fresh(scoped: WorkerSettings) -> None:
+    """A running worker refreshes the rollups by itself every ``rollups.refresh_interval_s``:
+    the records it decides show up in the rollup views without anyone running the job."""
+    s = scoped.model_copy(
+        update={"rollups": scoped.rollups.model_copy(update={"refresh_interval_s": 0.2})}
+    )
+    records = list(sample_stream(40, seed=4, id_prefix="fresh"))
+    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+    stop = asyncio.Event()
+    task = asyncio.create_task(Worker(s).run(stop))
+    conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+    try:
+
+        async def counted() -> bool:
+            if task.done():
+                task.result()
+            total = await conn.fetchval("SELECT sum(verdicts) FROM analytics_verdict_totals_daily")
+            return total == len(records)
+
+        await wait_until(counted, timeout_s=90)
+        assert (await rollup_freshness(conn)).covered_until is not None
+        await _assert_rollups_match_raw(conn)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, timeout=60)
         await conn.close()
