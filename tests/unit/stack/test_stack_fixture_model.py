@@ -65,11 +65,11 @@ def model_module(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return module
 
 
-def _run(model_module: Any, texts: list[str]) -> dict[str, Any]:
+def _run(model_module: Any, texts: list[str], version: str = "1") -> dict[str, Any]:
     batch = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
-    [response] = model_module.TritonPythonModel().execute(
-        [_Request({"TEXT": _Tensor("TEXT", batch)})]
-    )
+    model = model_module.TritonPythonModel()
+    model.initialize({"model_version": version})  # as Triton does, with the version folder
+    [response] = model.execute([_Request({"TEXT": _Tensor("TEXT", batch)})])
     return {tensor.name: tensor.array for tensor in response.output_tensors}
 
 
@@ -150,3 +150,20 @@ def test_empty_batch_returns_empty_rows(model_module: Any) -> None:
     )
     shapes = {tensor.name: tensor.array.shape for tensor in response.output_tensors}
     assert shapes == {"SENTIMENT": (0, 3), "INTENT": (0, 4), "TOXICITY": (0, 3)}
+
+
+def test_each_version_finds_one_cue_the_other_does_not(model_module: Any) -> None:
+    """Version 1 alone finds 'scum' offensive and version 2 alone 'dumb'; every other text
+    scores the same in both, and version 2's file is version 1's (a link)."""
+    texts = ["you are scum", "you are dumb", "you stupid idiot", "see you tomorrow"]
+    one, two = _run(model_module, texts, "1"), _run(model_module, texts, "2")
+    toxicity = {
+        v: [_scores(out, r).labels()["toxicity"] for r in range(4)]
+        for v, out in (("1", one), ("2", two))
+    }
+    assert toxicity["1"][:2] == ["offensive", "none"]
+    assert toxicity["2"][:2] == ["none", "offensive"]
+    for name in ("SENTIMENT", "INTENT", "TOXICITY"):
+        assert np.array_equal(one[name][2:], two[name][2:])
+    assert (MODEL_DIR / "2" / "model.py").resolve() == (MODEL_DIR / "1" / "model.py").resolve()
+    assert "specific: { versions: [ 1, 2 ] }" in (MODEL_DIR / "config.pbtxt").read_text()
