@@ -597,9 +597,19 @@ class WorkerProc:
         return rc
 
     async def terminate(self, timeout_s: float = 60.0) -> int | None:
-        """SIGTERM (drain and exit 0); SIGKILL if it does not exit within ``timeout_s``."""
+        """SIGTERM (drain and exit 0); SIGKILL if it does not exit within ``timeout_s``.
+
+        The signal waits until the worker has logged ``worker_started`` (at most ``timeout_s``):
+        before that its handler is not installed yet, and SIGTERM ends a process that is still
+        importing (-15) with nothing to drain. On a busy machine a scenario can settle before a
+        fresh worker gets that far (all records already handled by the workers before it)."""
         if self._proc is None:
             return None
+        deadline = time.monotonic() + timeout_s
+        while self.alive() and self.log_count("worker_started") == 0:
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(0.05)
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGTERM)
         rc = await self.wait_exit(timeout_s)
