@@ -1,0 +1,115 @@
+"""``python -m modelbuild.probe_set``: the whole decision on probe L, lines no build was tuned to.
+
+``modelbuild/data/probe_l.toml`` (its provenance and layout are inside it) holds harmful lines per
+language and category, plain and disguised by hand, and everyday lines: plain chat, game
+banter, reports of received abuse and ordinary senses of profane words. Each line takes the
+worker's path (:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served
+``moderation`` model's code in process, the policy with default thresholds) and is graded as the
+dev set is (:mod:`modelbuild.decision_grading`): caught = flag or block; an everyday line is a
+false positive when it is flagged, blocked or escalated.
+
+The probe measures; it is never trained on (unit tests check no training line equals a probe
+line). It was measured at the start and at the end of the session that wrote it; read its
+misses and it stops being a clean measure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from modelbuild.devset import CATEGORIES, DevExample
+from pipelines.data_files import DataFileError, read_data_file, strings, table
+
+__all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "main", "probe_lines", "probe_report"]
+
+EVERYDAY = "everyday"
+"""The category of the everyday lines."""
+EVERYDAY_SUBSETS = ("plain", "game", "report", "ordinary_sense")
+_LANGS = ("en", "zh")
+_HARMFUL_FORMS = ("plain", "disguised")
+
+
+@functools.cache
+def probe_lines() -> tuple[DevExample, ...]:
+    """Probe L's lines as dev-set lines: harmful ones with their category and form (``plain``,
+    ``disguised``), everyday ones with category ``everyday``, form ``benign_hard`` and their
+    subset as topic."""
+    data = read_data_file(resources.files("modelbuild").joinpath("data", "probe_l.toml"))
+    out: list[DevExample] = []
+    for lang in _LANGS:
+        section = table(data.name, data.body, lang)
+        harmful = table(data.name, section, "harmful")
+        if set(harmful) != set(CATEGORIES):
+            raise DataFileError(data.name, f"{lang}.harmful must have exactly {list(CATEGORIES)}")
+        for category in CATEGORIES:
+            forms = table(data.name, harmful, category)
+            if set(forms) != set(_HARMFUL_FORMS):
+                raise DataFileError(data.name, f"{lang}.harmful.{category}: forms {_HARMFUL_FORMS}")
+            for form in _HARMFUL_FORMS:
+                where = f"{lang}.harmful.{category}.{form}"
+                for text in strings(data.name, forms[form], where):
+                    transform = "none" if form == "plain" else "hand"
+                    out.append(
+                        DevExample(text, lang, "harmful", category, form, transform, "probe_l")
+                    )
+        everyday = table(data.name, section, EVERYDAY)
+        if set(everyday) != set(EVERYDAY_SUBSETS):
+            raise DataFileError(data.name, f"{lang}.everyday must have {list(EVERYDAY_SUBSETS)}")
+        for subset in EVERYDAY_SUBSETS:
+            for text in strings(data.name, everyday[subset], f"{lang}.everyday.{subset}"):
+                out.append(
+                    DevExample(
+                        text, lang, "benign", EVERYDAY, "benign_hard", "none", "probe_l", subset
+                    )
+                )
+    return tuple(out)
+
+
+def probe_report(repository: Path) -> dict[str, Any]:
+    """Probe L graded with the served model of ``repository`` (see the module docstring)."""
+    from modelbuild.evaluate import grade_devset
+    from modelbuild.whole_decision import served_scorer
+
+    return grade_devset(served_scorer(repository), list(probe_lines()))
+
+
+def _lines(report: dict[str, Any]) -> list[str]:
+    from modelbuild.decision_grading import format_grading
+
+    out = [line.replace("devset   ", "probe_l  ", 1) for line in format_grading(report)]
+    headline = report["headline"]
+    out.append(
+        " ".join(f"probe_{k.replace('benign', 'everyday')}={v:.4f}" for k, v in headline.items())
+    )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from common.settings import project_root
+
+    parser = argparse.ArgumentParser(prog="python -m modelbuild.probe_set", description=__doc__)
+    parser.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="the built model repository (default: the project's model_repository/)",
+    )
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    report = probe_report(args.repository or project_root() / "model_repository")
+    print("\n".join(_lines(report)))
+    if args.json is not None:
+        import json
+
+        args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
