@@ -11,6 +11,14 @@ category and per benign topic. For disguised lines, ``if_plain_caught`` is the c
 the generated disguises whose plain seed line is itself caught: what the disguise alone costs,
 apart from what is missed even when typed plainly. Rates are rounded to 4 decimals; an empty
 group rates 0.0 with ``n = 0``.
+
+Given each decision's harm score (:func:`modelbuild.whole_decision.harm_score`), also what the
+field reports (:func:`modelbuild.metrics.detection_metrics`), per language: precision, recall,
+F1, false-positive rate and AUPRC of the whole decision over all its lines (harmful, plain and
+disguised, against benign), and per category (the category's harmful lines against the benign
+lines written to be mistaken for it, ``category`` of a benign line, or against every benign line
+of the language where none has the category, as in a probe whose everyday lines have none).
+``f1_<lang>`` of the first kind is in the headline.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from modelbuild.devset import DevExample
+from modelbuild.metrics import detection_metrics
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
 __all__ = ["HEADLINE_KEYS", "format_grading", "grade", "is_caught", "is_false_positive"]
@@ -30,6 +39,8 @@ HEADLINE_KEYS: tuple[str, ...] = (
     "plain_catch_zh",
     "benign_fpr_en",
     "benign_fpr_zh",
+    "f1_en",
+    "f1_zh",
 )
 _LANGS = ("en", "zh")
 
@@ -80,10 +91,43 @@ def _group(
     return out
 
 
-def grade(examples: Sequence[DevExample], results: Sequence[PolicyResult | None]) -> dict[str, Any]:
-    """Every figure of the dev-set grading, JSON-ready; ``headline`` holds ``HEADLINE_KEYS``."""
+def _metrics(
+    pairs: Sequence[tuple[DevExample, PolicyResult | None]], scores: Sequence[float]
+) -> dict[str, Any]:
+    return detection_metrics(
+        [e.harmful for e, _ in pairs], [is_caught(r) for _, r in pairs], list(scores)
+    )
+
+
+def _detection(
+    pairs: Sequence[tuple[DevExample, PolicyResult | None]], scores: Sequence[float], lang: str
+) -> dict[str, Any]:
+    """``all`` and per-category detection metrics of one language."""
+    mine = [i for i, (e, _) in enumerate(pairs) if e.lang == lang]
+    out = {"all": _metrics([pairs[i] for i in mine], [scores[i] for i in mine])}
+    benign = [i for i in mine if not pairs[i][0].harmful]
+    for category in sorted({pairs[i][0].category for i in mine if pairs[i][0].harmful}):
+        harmful = [i for i in mine if pairs[i][0].harmful and pairs[i][0].category == category]
+        own = [i for i in benign if pairs[i][0].category == category]
+        chosen = harmful + (own or benign)
+        out[category] = _metrics([pairs[i] for i in chosen], [scores[i] for i in chosen])
+    return out
+
+
+def grade(
+    examples: Sequence[DevExample],
+    results: Sequence[PolicyResult | None],
+    scores: Sequence[float] | None = None,
+) -> dict[str, Any]:
+    """Every figure of the dev-set grading, JSON-ready; ``headline`` holds ``HEADLINE_KEYS``.
+    Without ``scores`` (one harm score per line) the AUPRCs are computed from the decisions
+    alone (caught 1, else 0)."""
     if len(examples) != len(results):
         raise ValueError(f"{len(examples)} lines but {len(results)} decisions")
+    if scores is None:
+        scores = [1.0 if is_caught(r) else 0.0 for r in results]
+    if len(scores) != len(results):
+        raise ValueError(f"{len(results)} decisions but {len(scores)} scores")
     pairs = list(zip(examples, results, strict=True))
     report: dict[str, Any] = {"lines": len(pairs), "by_lang": {}, "by_transform": {}}
     report["by_category"] = {}
@@ -127,6 +171,9 @@ def grade(examples: Sequence[DevExample], results: Sequence[PolicyResult | None]
         )
         for lang in _LANGS
     }
+    report["detection"] = {lang: _detection(pairs, scores, lang) for lang in _LANGS}
+    for lang in _LANGS:
+        report["headline"][f"f1_{lang}"] = report["detection"][lang]["all"]["f1"]
     report["headline"] = {k: report["headline"][k] for k in HEADLINE_KEYS}
     report["decisions"] = [
         {
@@ -157,9 +204,20 @@ def _line(label: str, group: dict[str, Any]) -> str:
     return line
 
 
+def _detection_line(label: str, m: dict[str, Any]) -> str:
+    def f(key: str) -> str:
+        return f"{m[key]:.4f}" if m[key] is not None else "-"
+
+    return (
+        f"{label} harmful={m['n_harmful']:4d} benign={m['n_benign']:4d} "
+        f"precision={f('precision')} recall={f('recall')} f1={m['f1']:.4f} "
+        f"fpr={f('fpr')} auprc={f('auprc')}"
+    )
+
+
 def format_grading(report: dict[str, Any]) -> list[str]:
-    """The printed lines of the grading (per language, transform, category and benign topic),
-    weakest transform first within a language."""
+    """The printed lines of the grading (per language, transform, category and benign topic,
+    then the detection metrics), weakest transform first within a language."""
     lines: list[str] = []
     for lang in _LANGS:
         for form, group in report["by_lang"][lang].items():
@@ -173,4 +231,7 @@ def format_grading(report: dict[str, Any]) -> list[str]:
                     lines.append(_line(f"devset    {lang} {category:10s} {form:16s}", group))
         for topic, group in report["benign_by_topic"][lang].items():
             lines.append(_line(f"devset    {lang} benign {topic:20s}", group))
+    for lang in _LANGS:
+        for category, m in report.get("detection", {}).get(lang, {}).items():
+            lines.append(_detection_line(f"devset    {lang} detection {category:10s}", m))
     return lines

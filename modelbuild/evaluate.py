@@ -14,7 +14,9 @@ Then the whole decision as the worker makes it (rules, the served ``moderation``
 in process on ``paths.repository``, the policy with default thresholds; see
 :mod:`modelbuild.whole_decision`) on the adversarial dev set (:mod:`modelbuild.devset`), graded
 by :mod:`modelbuild.decision_grading`: catch rates of plain and disguised harmful lines and the
-false-positive rate on hard benign lines, per language, transform, category and benign topic.
+false-positive rate on hard benign lines, per language, transform, category and benign topic,
+and the detection figures the field reports (precision, recall, F1, false-positive rate and
+AUPRC, per language and per category).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from modelbuild.embedding import Embedder
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.metrics import classification_report, false_positive_rate
 from modelbuild.sources import fetch_all
-from modelbuild.whole_decision import Scorer, decide_texts, served_heads, served_scorer
+from modelbuild.whole_decision import Scorer, decide_and_score, served_heads, served_scorer
 
 __all__ = [
     "HEADLINE_KEYS",
@@ -209,7 +211,8 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
 def grade_devset(scorer: Scorer, examples: list[DevExample] | None = None) -> dict[str, Any]:
     """The whole decision (rules, served model, policy) graded on the adversarial dev set."""
     lines = examples if examples is not None else read_devset()
-    return grade(lines, decide_texts([e.text for e in lines], scorer))
+    decided = decide_and_score([e.text for e in lines], scorer)
+    return grade(lines, [d.result for d in decided], [d.score for d in decided])
 
 
 def _sentiment(

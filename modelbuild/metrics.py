@@ -1,5 +1,7 @@
 """Classification metrics written out plainly: per-class precision / recall / F1, macro-F1,
-accuracy, confusion matrix, and the false-positive rate on a set that should all be negative."""
+accuracy, confusion matrix, the false-positive rate on a set that should all be negative, and
+binary detection metrics (precision, recall, F1, false-positive rate and the area under the
+precision-recall curve) of a harmful / benign decision with a score."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["classification_report", "false_positive_rate"]
+__all__ = ["average_precision", "classification_report", "detection_metrics", "false_positive_rate"]
 
 Ints = npt.NDArray[np.int64]
 
@@ -57,3 +59,62 @@ def false_positive_rate(y_pred: Ints, negative_labels: Sequence[int]) -> float:
         return 0.0
     flagged = ~np.isin(y_pred, np.asarray(negative_labels))
     return round(float(flagged.mean()), 4)
+
+
+def average_precision(positive: Sequence[bool], scores: Sequence[float]) -> float | None:
+    """Area under the precision-recall curve as average precision: the precision at each
+    distinct score threshold (highest first), weighted by the recall it adds; tied scores enter
+    together. ``None`` without positives."""
+    if len(positive) != len(scores):
+        raise ValueError(f"{len(positive)} labels but {len(scores)} scores")
+    total = sum(positive)
+    if not total:
+        return None
+    order = sorted(range(len(scores)), key=lambda i: -scores[i])
+    area, tp, seen, recall = 0.0, 0, 0, 0.0
+    i = 0
+    while i < len(order):
+        j = i
+        while j < len(order) and scores[order[j]] == scores[order[i]]:
+            tp += bool(positive[order[j]])
+            j += 1
+        seen += j - i
+        new_recall = tp / total
+        area += (new_recall - recall) * (tp / seen)
+        recall = new_recall
+        i = j
+    return round(area, 4)
+
+
+def detection_metrics(
+    positive: Sequence[bool], caught: Sequence[bool], scores: Sequence[float]
+) -> dict[str, float | int | None]:
+    """Precision, recall, F1 and false-positive rate of ``caught`` against ``positive``, and
+    the AUPRC of ``scores``; rounded to 4 decimals. Precision is ``None`` when nothing is
+    caught, the false-positive rate ``None`` without negatives."""
+    if not len(positive) == len(caught) == len(scores):
+        raise ValueError("positive, caught and scores must have one entry per line")
+    tp = sum(1 for p, c in zip(positive, caught, strict=True) if p and c)
+    fp = sum(1 for p, c in zip(positive, caught, strict=True) if c and not p)
+    pos = sum(1 for p in positive if p)
+    neg = len(positive) - pos
+    precision = tp / (tp + fp) if tp + fp else None
+    recall = tp / pos if pos else None
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision is not None and recall is not None and precision + recall
+        else 0.0
+    )
+
+    def _r(value: float | None) -> float | None:
+        return round(value, 4) if value is not None else None
+
+    return {
+        "n_harmful": pos,
+        "n_benign": neg,
+        "precision": _r(precision),
+        "recall": _r(recall),
+        "f1": round(f1, 4),
+        "fpr": _r(fp / neg) if neg else None,
+        "auprc": average_precision(positive, scores),
+    }

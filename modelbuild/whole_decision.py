@@ -15,6 +15,9 @@ Each text takes the worker's own path (``worker/app.py`` ``_decode`` and ``_rout
    (``modelbuild/serving/pipeline_model.py``, run in process on the files its ``config.pbtxt``
    names, as ``bench/models.py`` does) and decided by ``decide(outcome, scores, thresholds)``.
 
+Each decision also gets a harm score (:func:`harm_score`) that ranks messages the way the
+decision thresholds them, for the area under the precision-recall curve.
+
 What the worker adds and this leaves out: the sender-strike enrichment of the message metadata
 (every line here is from a fresh sender with no strikes) and Triton's transport.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -33,14 +37,19 @@ from pipelines.canonical import CanonicalText, canonicalize
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage
 from pipelines.policy import PolicyThresholds, decide
+from pipelines.rule_hits import RuleAction, RuleOutcome
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import MODEL_OUTPUTS, ModelScores
 from pipelines.verdict import PolicyResult
 
 __all__ = [
     "MAX_RECORD_BYTES",
+    "RULE_SCORE",
+    "Decided",
     "Scorer",
+    "decide_and_score",
     "decide_texts",
+    "harm_score",
     "served_config",
     "served_heads",
     "served_scorer",
@@ -49,12 +58,22 @@ __all__ = [
 Scorer = Callable[[Sequence[str]], list[ModelScores]]
 """Model scores for a batch of texts, one per text, in order."""
 
+RULE_SCORE = 2.0
+"""The :func:`harm_score` of a message a flag or block rule hit (above every model ratio)."""
 MAX_RECORD_BYTES = 1_048_576
 """The worker's default ``kafka.max_message_bytes``."""
 _SENT_AT = datetime(2026, 1, 1, tzinfo=UTC)
 _BATCH = 64
 _PARAMETER = re.compile(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}')
 _OUTPUT = re.compile(r'\{ name: "([A-Z]+)" data_type: TYPE_FP32 dims: \[ (\d+) \]')
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """One text's decision (``None``: the worker would dead-letter it) and its harm score."""
+
+    result: PolicyResult | None
+    score: float
 
 
 def _record(index: int, text: str) -> bytes:
@@ -85,6 +104,17 @@ def decide_texts(
 ) -> list[PolicyResult | None]:
     """The worker's decision for each text (``None`` for a text it would dead-letter); only the
     canonical texts of the messages no rule blocks are sent to ``scorer``, in batches."""
+    return [d.result for d in decide_and_score(texts, scorer, engine=engine, thresholds=thresholds)]
+
+
+def decide_and_score(
+    texts: Sequence[str],
+    scorer: Scorer,
+    *,
+    engine: RuleEngine | None = None,
+    thresholds: PolicyThresholds | None = None,
+) -> list[Decided]:
+    """:func:`decide_texts` with each decision's :func:`harm_score`."""
     engine = engine if engine is not None else RuleEngine(default_ruleset())
     thresholds = thresholds if thresholds is not None else PolicyThresholds()
     messages = [_message(i, t) for i, t in enumerate(texts)]
@@ -103,15 +133,40 @@ def decide_texts(
         if len(rows) != len(chunk):
             raise ValueError(f"scorer returned {len(rows)} rows for {len(chunk)} texts")
         scores.update(zip(chunk, rows, strict=True))
-    results: list[PolicyResult | None] = []
+    out: list[Decided] = []
     for i, outcome in enumerate(outcomes):
         if outcome is None:
-            results.append(None)
-        elif i in scores:
-            results.append(decide(outcome, scores[i], thresholds))
+            out.append(Decided(None, 0.0))
+            continue
+        row = scores.get(i)
+        if row is not None:
+            result = decide(outcome, row, thresholds)
         else:
-            results.append(decide(outcome, None, thresholds, model_available=False))
-    return results
+            result = decide(outcome, None, thresholds, model_available=False)
+        out.append(Decided(result, harm_score(outcome, row, thresholds)))
+    return out
+
+
+def harm_score(
+    outcome: RuleOutcome, scores: ModelScores | None, thresholds: PolicyThresholds
+) -> float:
+    """How harmful the whole decision finds a message, for ranking (AUPRC): 2.0 when a flag or
+    block rule hit it, else its largest model probability over that probability's flag
+    threshold (``1 - P(none)`` over ``flag_offensive``, ``P(hate)`` over ``flag_hate``,
+    ``P(spam)`` and ``P(advertisement)`` over theirs). At the default thresholds a message is
+    flagged or blocked exactly when its score is at least 1."""
+    if any(hit.action in (RuleAction.FLAG, RuleAction.BLOCK) for hit in outcome.hits):
+        return RULE_SCORE
+    if scores is None:
+        return 0.0
+    pairs = (
+        (min(1.0, max(0.0, 1.0 - scores.toxicity[0])), thresholds.flag_offensive),
+        (scores.toxicity[2], thresholds.flag_hate),
+        (scores.intent[2], thresholds.flag_spam),
+        (scores.intent[3], thresholds.flag_advertisement),
+    )
+    ratios = [value / threshold if threshold else RULE_SCORE for value, threshold in pairs]
+    return min(max(ratios), RULE_SCORE)
 
 
 def _text(canonical: CanonicalText | None) -> str:

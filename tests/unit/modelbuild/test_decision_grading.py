@@ -12,7 +12,16 @@ from modelbuild.decision_grading import HEADLINE_KEYS, format_grading, grade, is
 from modelbuild.devset import DevExample
 from modelbuild.evaluate import HEADLINE_KEYS as EVAL_KEYS
 from modelbuild.evaluate import grade_devset, headline_line
-from modelbuild.whole_decision import decide_texts, served_config, served_heads
+from modelbuild.whole_decision import (
+    RULE_SCORE,
+    decide_and_score,
+    decide_texts,
+    harm_score,
+    served_config,
+    served_heads,
+)
+from pipelines.policy import PolicyThresholds, decide
+from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.rules import RuleEngine, parse_ruleset
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
@@ -154,7 +163,7 @@ def test_printed_lines_put_the_weakest_transform_first() -> None:
 
 
 def test_headline_line_format() -> None:
-    """The eval's last line: the ten keys in the documented order, four decimals each."""
+    """The eval's last line: the twelve keys in the documented order, four decimals each."""
     values = dict(zip(EVAL_KEYS, [i / 7 for i in range(len(EVAL_KEYS))], strict=True))
     line = headline_line(values)
     assert line.split(" ")[0] == "sentiment_macro_f1_en=0.0000"
@@ -170,6 +179,8 @@ def test_headline_line_format() -> None:
         "plain_catch_zh",
         "benign_fpr_en",
         "benign_fpr_zh",
+        "f1_en",
+        "f1_zh",
     ]
     with pytest.raises(ValueError, match="headline keys"):
         headline_line(dict(reversed(values.items())))
@@ -236,3 +247,69 @@ def test_if_plain_caught_counts_only_disguises_of_caught_seeds() -> None:
     assert disguised["if_plain_caught"] == 0.5
     leet = grade(examples, results)["by_transform"]["zh"]["leet"]
     assert leet["if_plain_caught"] == 0.5
+
+
+def test_detection_metrics_per_language_and_category() -> None:
+    """Hand-counted on four English lines: hate caught and missed, one benign hate line flagged,
+    one benign spam line allowed; the category rows pair a category's harmful lines with the
+    benign lines written for it (all benign lines when it has none), the all row takes every
+    line."""
+    examples = [
+        _ex("en", "plain"),
+        _ex("en", "plain"),
+        _ex("en", "benign_hard"),
+        _ex("en", "benign_hard", category="spam"),
+    ]
+    results = [
+        _result(Decision.FLAG),
+        _result(Decision.ALLOW),
+        _result(Decision.FLAG),
+        _result(Decision.ALLOW),
+    ]
+    report = grade(examples, results, [2.0, 0.5, 1.2, 0.1])
+    everything = report["detection"]["en"]["all"]
+    assert everything["precision"] == 0.5
+    assert everything["recall"] == 0.5
+    assert everything["fpr"] == 0.5
+    assert everything["auprc"] == 0.8333
+    assert report["detection"]["en"]["hate"]["fpr"] == 1.0
+    assert "spam" not in report["detection"]["en"]
+    threat = grade([*examples, _ex("en", "plain", category="threat")], [*results, results[0]])
+    assert threat["detection"]["en"]["threat"]["n_benign"] == 2  # none of its own: all benign
+    assert report["headline"]["f1_en"] == 0.5
+    assert any(" detection hate " in line for line in format_grading(report))
+
+
+@pytest.mark.parametrize(
+    ("toxicity", "intent"),
+    [
+        ((0.9, 0.08, 0.02), (0.9, 0.1, 0.0, 0.0)),
+        ((0.3, 0.6, 0.1), (0.9, 0.1, 0.0, 0.0)),
+        ((0.5, 0.1, 0.4), (0.9, 0.1, 0.0, 0.0)),
+        ((0.95, 0.03, 0.02), (0.2, 0.0, 0.75, 0.05)),
+        ((0.95, 0.03, 0.02), (0.3, 0.0, 0.05, 0.65)),
+        ((0.35, 0.6, 0.05), (0.9, 0.1, 0.0, 0.0)),
+    ],
+)
+def test_harm_score_is_at_least_one_exactly_when_the_model_flags(
+    toxicity: tuple[float, float, float], intent: tuple[float, float, float, float]
+) -> None:
+    """Without rule hits, the default thresholds flag or block a message exactly when its harm
+    score reaches 1, so thresholding the score at 1 is the decision (the AUPRC's ranking)."""
+    scores = ModelScores((0.3, 0.4, 0.3), intent, toxicity)
+    thresholds = PolicyThresholds()
+    caught = is_caught(decide(RuleOutcome(), scores, thresholds))
+    assert caught == (harm_score(RuleOutcome(), scores, thresholds) >= 1.0)
+
+
+def test_a_flag_or_block_rule_scores_above_every_model_score() -> None:
+    """A rule flag or block ranks above any model probability; an escalate-only hit does not."""
+    flag = RuleHit("r", "hate", Severity.HIGH, RuleAction.FLAG)
+    escalate = RuleHit("e", "threat", Severity.HIGH, RuleAction.ESCALATE)
+    thresholds = PolicyThresholds()
+    assert harm_score(RuleOutcome((flag,)), CALM, thresholds) == RULE_SCORE
+    assert harm_score(RuleOutcome((escalate,)), CALM, thresholds) < 1.0
+    assert harm_score(RuleOutcome(), HATEFUL, thresholds) < RULE_SCORE
+    decided = decide_and_score(["you faggot", "nice weather today"], FakeScorer())
+    assert decided[0].score == RULE_SCORE
+    assert decided[1].score < 1.0

@@ -23,7 +23,12 @@ from modelbuild.datasets import (
     synthetic,
 )
 from modelbuild.evaluate import keyword_intent
-from modelbuild.metrics import classification_report, false_positive_rate
+from modelbuild.metrics import (
+    average_precision,
+    classification_report,
+    detection_metrics,
+    false_positive_rate,
+)
 
 
 def test_report_matches_hand_computed_values() -> None:
@@ -39,6 +44,24 @@ def test_report_matches_hand_computed_values() -> None:
     assert per["b"]["f1"] == pytest.approx(0.5, abs=1e-4)
     assert rep["macro_f1"] == pytest.approx((2 / 3 + 0.5 + 1.0) / 3, abs=1e-4)
     assert rep["accuracy"] == pytest.approx(4 / 6, abs=1e-4)
+
+
+def test_average_precision_matches_a_hand_computed_curve() -> None:
+    """Scores 0.9 (harmful), 0.8 (benign), 0.7 (harmful): precision 1 at recall 0.5, then 2/3
+    at recall 1, so AP = 0.5 * 1 + 0.5 * 2/3; tied scores enter together; no positives, None."""
+    assert average_precision([True, False, True], [0.9, 0.8, 0.7]) == pytest.approx(0.8333)
+    assert average_precision([True, False], [0.5, 0.5]) == 0.5
+    assert average_precision([False, False], [0.1, 0.2]) is None
+
+
+def test_detection_metrics_leave_undefined_rates_empty() -> None:
+    """Nothing caught: precision undefined, F1 0; no benign lines: false-positive rate undefined."""
+    empty = detection_metrics([True, True], [False, False], [0.0, 0.0])
+    assert empty["precision"] is None
+    assert empty["f1"] == 0.0
+    assert empty["fpr"] is None
+    full = detection_metrics([True, False, False], [True, True, False], [2.0, 1.5, 0.0])
+    assert (full["precision"], full["recall"], full["fpr"]) == (0.5, 1.0, 0.5)
 
 
 def test_macro_f1_skips_classes_absent_from_the_test_set() -> None:

@@ -10,7 +10,12 @@ commit, with the new eval line in the model cards.
 
 from __future__ import annotations
 
+import pytest
+
 from modelbuild.build import load_task_data
+from modelbuild.canonical_inputs import canonical_text
+from modelbuild.datasets import TaskData
+from modelbuild.probe_set import probe_lines
 from modelbuild.settings import ModelToolSettings
 from modelbuild.sources import fetch_all
 
@@ -22,9 +27,19 @@ PINNED: dict[str, tuple[int, str]] = {
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
 
-def test_generated_training_set_is_the_pinned_one() -> None:
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, TaskData]:
+    return load_task_data(fetch_all(ModelToolSettings().models.work_dir / "cache"))
+
+
+def test_generated_training_set_is_the_pinned_one(tasks: dict[str, TaskData]) -> None:
     """Every task's examples, in order, with labels, sources and split, are the pinned set."""
-    archives = fetch_all(ModelToolSettings().models.work_dir / "cache")
-    tasks = load_task_data(archives)
     found = {task: (len(data.examples), data.fingerprint()) for task, data in tasks.items()}
     assert found == PINNED
+
+
+def test_no_probe_line_is_trained_on(tasks: dict[str, TaskData]) -> None:
+    """Probe L (``modelbuild/data/probe_l.toml``) is for measurement: no example of any task is
+    one of its lines, canonicalised as the examples are."""
+    trained = {e.text for data in tasks.values() for e in data.examples}
+    assert not trained & {canonical_text(e.text) for e in probe_lines()}
