@@ -20,7 +20,10 @@ and the payload of its kind:
               ``pipelines.canonical``). Keywords that begin or end with a letter or digit of a
               space-separated script need a word boundary on that side; CJK, kana and hangul
               keywords match anywhere. Chinese keywords also match their pinyin spelling,
-              initials and homophones (``pipelines.rules.pinyin_keywords``).
+              initials and homophones (``pipelines.rules.pinyin_keywords``). Optional
+              ``exempt = ["...", ...]``: RE2 patterns for ordinary senses of a keyword ("a
+              chink in the armour"), blanked in the canonical text before the rule's keywords
+              are matched again, as for regex rules.
 ``regex``     ``patterns = ["...", ...]``, optional ``match = "any" | "all"`` (default
               ``any``) and optional ``exempt = ["...", ...]``: RE2 patterns for spans that do
               not count, blanked before the rule's patterns are checked again (reported
@@ -76,7 +79,7 @@ _COMMON_KEYS = frozenset(
     {"id", "category", "severity", "action", "kind", "languages", "enabled", "yields_to_reports"}
 )
 _KIND_KEYS = {
-    "keywords": frozenset({"keywords"}),
+    "keywords": frozenset({"keywords", "exempt"}),
     "regex": frozenset({"patterns", "match", "exempt"}),
     "profile": frozenset({"check", "sender_ids", "max_account_age_hours", "min_strikes"}),
 }
@@ -124,6 +127,8 @@ class KeywordRule:
     meta: RuleMeta
     keywords: tuple[str, ...]
     """Already canonical (``pipelines.canonical.canonical_form``), deduplicated, in file order."""
+    exempt: tuple[str, ...] = ()
+    """RE2 spans of ordinary senses: blanked before the keywords are matched again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,7 +305,9 @@ def _parse_keywords(meta: RuleMeta, table: dict[str, object]) -> KeywordRule:
         if not canonical:
             raise RuleLoadError(meta.id, f"keyword #{position + 1} is empty once canonicalised")
         keywords[canonical] = None
-    return KeywordRule(meta=meta, keywords=tuple(keywords))
+    exempt = _string_list(meta.id, table, "exempt") if "exempt" in table else []
+    _check_re2(meta.id, "exempt pattern", exempt)
+    return KeywordRule(meta=meta, keywords=tuple(keywords), exempt=tuple(exempt))
 
 
 def _parse_regex(meta: RuleMeta, table: dict[str, object]) -> RegexRule:

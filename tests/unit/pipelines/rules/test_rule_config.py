@@ -88,15 +88,18 @@ def test_backtracking_only_regex_is_rejected(pattern: str) -> None:
 
 
 def test_exempt_spans_are_checked_like_patterns() -> None:
-    """``exempt`` must be a non-empty list of RE2 patterns; other kinds may not have it."""
+    """``exempt`` must be a non-empty list of RE2 patterns; keyword and regex rules may have it,
+    profile rules may not."""
     rule = parse_ruleset(_one('kind = "regex"\npatterns = ["a"]\nexempt = ["b", "c"]\n')).rules[0]
     assert isinstance(rule, RegexRule)
     assert rule.exempt == ("b", "c")
     regex = 'kind = "regex"\npatterns = ["a"]\n'
     assert "exempt pattern #2" in str(_error(_one(regex + 'exempt = ["b", "(?=c)"]\n')))
     assert "'exempt'" in str(_error(_one(regex + "exempt = []\n")))
-    keywords = 'kind = "keywords"\nkeywords = ["a"]\nexempt = ["b"]\n'
-    assert "unknown keys" in str(_error(_one(keywords)))
+    keywords = parse_ruleset(_one('kind = "keywords"\nkeywords = ["a"]\nexempt = ["b"]\n'))
+    assert keywords.rules[0].exempt == ("b",)  # type: ignore[union-attr]
+    profile = 'kind = "profile"\ncheck = "repeat_offender"\nmin_strikes = 3\nexempt = ["b"]\n'
+    assert "unknown keys" in str(_error(_one(profile)))
 
 
 def test_re2_itself_rejects_what_we_reject() -> None:

@@ -1,0 +1,142 @@
+"""Quoted mentions: abuse a message quotes in reported speech, not abuse it says.
+
+"someone wrote 'i'll stab you' under my post, reported", "please stop saying 'retard', it
+hurts people", "PSA: the 'double your bitcoin' dm is a scam", "他私信我说“去死吧”, 已经举报了":
+the abusive words are in quotes and the message around them reports, condemns or warns about
+them. :func:`mentioned_spans` finds those quoted spans; the rule engine checks its rules again
+with them blanked and keeps only the hits that remain (``pipelines.rules.engine``). The model
+still sees the whole text.
+
+A span counts only inside a *mention frame*, searched in the canonical text:
+
+- a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *reported*,
+  *blocked*, *muted*;
+- a speech verb shortly before the quote: *said*, *told me*, *wrote*, *commented*, *posted*,
+  *yelled*, *messaged*, *sent me*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊,
+  评论;
+- a condemnation: *stop saying*, *don't use*, *as an insult*, *it's not ok*, *is it allowed to*;
+  别再说, 不要骂;
+- a warning: *psa*, *warning*, *heads up*, *is a scam*, *don't click*; 提醒, 警惕, 别上当, 千万别.
+
+Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「…」``, ``『…』`` and
+``'…'`` when the quote opens at the start of a word and closes at its end (so the apostrophes
+of "i'll" and "don't" are not quotes). Two unquoted mentions count too: the message, link or ad
+a warning names as a scam ("psa: the free nitro dm is a scam", "提醒: 兼职刷单的广告是骗子"; never
+a group of people, "河南人都是骗子" is a smear) and what a condemnation says
+someone is told to do ("it's not ok to tell someone to go die"). Spans are at most 200
+characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
+"""
+
+from __future__ import annotations
+
+import re2
+
+from pipelines.rules.reports import is_report
+
+__all__ = ["MAX_SPAN_CHARS", "blank_spans", "is_mention_frame", "mentioned_spans"]
+
+MAX_SPAN_CHARS = 200
+_EN_FRAMES = (
+    # a speech verb up to 30 characters before an opening quote
+    r"\b(?:said|says|say|saying|told me|tells me|telling me|wrote|writes|writing|typed|types"
+    r"|commented|comments|posted|posts|replied|replies|responded|yelled|yells|screamed|shouted"
+    r"|messaged|messages|texted"
+    r"|dm'?d|dms|sent|sends|keeps? (?:saying|sending|typing|posting|spamming|writing|calling)"
+    r"|kept (?:saying|sending|typing|posting|spamming|writing|calling)"
+    r"|call(?:s|ed|ing)? (?:me|him|her|them|us|people|someone|my \w+))\b[^'\"]{0,30}['\"]",
+    r"\b(?:stop|quit|don'?t|do not|never|please stop|we don'?t) (?:saying|say|typing|type"
+    r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
+    r"\bas an? (?:insult|slur|joke|comeback)\b",
+    r"\b(?:it'?s|it is|that'?s|that is) not (?:ok|okay|cool|funny|a joke|banter|fine)\b",
+    r"\bis it (?:ok|okay|allowed|normal|fine) (?:to|that|when|if)\b",
+    r"\b(?:psa|warning|heads up|fyi|beware|careful)\b",
+    r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
+    r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
+    r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
+)
+_ZH_FRAMES = (
+    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|喊|叫我|评论)[^\"「『]{0,8}[\"「『]",
+    r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
+    r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警",
+)
+_FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
+_NAMED = re2.compile(
+    # what a warning names as a scam, a message, link or ad: "psa: the free nitro dm is a scam",
+    # "兼职刷单的广告是骗子" (never a group of people: "河南人都是骗子" is a smear, not a warning)
+    r"(?:^|[:,.!?;]) ?([^:,.!?;]{0,60}\b(?:dms?|links?|messages?|site|website|post|giveaway|offer"
+    r"|bot|emails?|texts?|ads?|app|page|account) ?[^:,.!?;]{0,30}?) ?(?:is a scam|are scams"
+    r"|is phishing|is a phishing \w+|is fake|are fake)"
+    r"|(?:^|[:,.!?;]) ?([^:,.!?;]{0,40}(?:广告|链接|短信|消息|私信|网站|电话|客服|红包|兼职"
+    r"|刷单|中奖|二维码)[^:,.!?;]{0,20}?)(?:是骗子|是诈骗|是假的|是钓鱼)"
+    # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
+    r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
+    r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
+)
+_BRACKETED = re2.compile(
+    f'"[^"]{{1,{MAX_SPAN_CHARS}}}"|「[^」]{{1,{MAX_SPAN_CHARS}}}」|『[^』]{{1,{MAX_SPAN_CHARS}}}』'
+)
+_OPENS_AFTER = frozenset(" \t(:[,;")
+"""What may stand before an opening single quote (the canonical text has ASCII punctuation)."""
+
+
+def is_mention_frame(canonical_text: str) -> bool:
+    """Whether ``canonical_text`` reports, condemns or warns about what it quotes."""
+    return is_report(canonical_text) or _FRAME.search(canonical_text) is not None
+
+
+def _single_quoted(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    i, n = 0, len(text)
+    while i < n:
+        opens = (
+            text[i] == "'"
+            and (i == 0 or text[i - 1] in _OPENS_AFTER)
+            and i + 1 < n
+            and not text[i + 1].isspace()
+        )
+        if not opens:
+            i += 1
+            continue
+        end = None
+        for j in range(i + 1, min(n, i + MAX_SPAN_CHARS + 2)):
+            if (
+                text[j] == "'"
+                and not text[j - 1].isspace()
+                and (j + 1 == n or not text[j + 1].isalnum())
+            ):
+                end = j + 1
+                break
+        if end is None:
+            i += 1
+            continue
+        spans.append((i, end))
+        i = end
+    return spans
+
+
+def mentioned_spans(canonical_text: str) -> list[tuple[int, int]]:
+    """The quoted spans of ``canonical_text`` (start, end), when it has a mention frame;
+    otherwise none."""
+    if not is_mention_frame(canonical_text):
+        return []
+    spans = [(m.start(), m.end()) for m in _BRACKETED.finditer(canonical_text)]
+    for m in _NAMED.finditer(canonical_text):
+        group = next(g for g in (1, 2, 3) if m.start(g) >= 0)
+        spans.append((m.start(group), m.end(group)))
+    taken = [range(a, b) for a, b in spans]
+    spans += [(a, b) for a, b in _single_quoted(canonical_text) if not any(a in r for r in taken)]
+    return sorted(spans)
+
+
+def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with each span replaced by one space."""
+    out: list[str] = []
+    last = 0
+    for start, end in sorted(spans):
+        if start < last:
+            continue
+        out.append(text[last:start])
+        out.append(" ")
+        last = end
+    out.append(text[last:])
+    return "".join(out)

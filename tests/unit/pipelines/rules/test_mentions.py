@@ -1,0 +1,83 @@
+"""Quoted mentions: abuse quoted in a report, condemnation or warning does not count as said."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from pipelines.canonical import canonicalize
+from pipelines.messages import ChatMessage
+from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.rules.mentions import blank_spans, is_mention_frame, mentioned_spans
+
+ENGINE = RuleEngine(default_ruleset())
+SENT_AT = datetime(2026, 5, 1, tzinfo=UTC)
+
+
+def _ids(text: str) -> set[str]:
+    return {h.rule_id for h in ENGINE.evaluate(ChatMessage("m", "g", "u", text, SENT_AT)).hits}
+
+
+def _quoted(text: str) -> list[str]:
+    canonical = canonicalize(text).text
+    return [canonical[a:b].strip() for a, b in mentioned_spans(canonical)]
+
+
+def test_quotes_in_a_frame_are_spans_and_apostrophes_are_not_quotes() -> None:
+    """Single quotes open at a word's start and close at its end, so "i'll" stays inside the
+    span and "don't" opens nothing; double and corner quotes count; no frame, no span."""
+    assert _quoted("he wrote 'i'll stab you' under my post") == ["'i'll stab you'"]
+    assert _quoted('someone said "die" to me, reported') == ['"die"']
+    assert _quoted("他私信我说「去死」，已经举报了") == ["「去死」"]
+    assert _quoted("don't worry, it's fine") == []
+    assert _quoted("'kys' lol") == []
+    assert not is_mention_frame("'kys' lol")
+
+
+def test_a_warning_names_a_scam_but_never_a_group() -> None:
+    """What a warning calls a scam is a mention when it is a message, link or ad; a smear of a
+    group shaped the same way is not."""
+    assert _quoted("psa: the free nitro dm is a scam") == ["the free nitro dm"]
+    assert _quoted("提醒大家：兼职刷单的广告是骗子") == ["兼职刷单的广告"]
+    assert _quoted("提醒大家：河南人都是骗子") == []
+
+
+def test_blank_spans_replaces_each_span_with_one_space() -> None:
+    """Spans become single spaces; overlapping ones are blanked once."""
+    assert blank_spans("ab 'cd' ef", [(3, 7)]) == "ab   ef"
+    assert blank_spans("abcdef", [(1, 3), (2, 4)]) == "a def"
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "said"),
+    [
+        ("a guy in ranked wrote 'i'll stab you', reported", "en.threat.direct", "i'll stab you"),
+        ("please stop saying 'retard', it hurts people", "en.offensive.insult", "you retard"),
+        ("it's not ok to tell someone to go die", "en.self_harm.incitement", "go die"),
+        ("他私信我说“我要弄死你”，已经举报了", "zh.threat.direct", "我要弄死你"),
+    ],
+)
+def test_a_quoted_mention_does_not_hit(text: str, rule: str, said: str) -> None:
+    """The rule that fires on the words said stays quiet when they are quoted in a report or
+    condemnation."""
+    assert rule in _ids(said)
+    assert rule not in _ids(text)
+
+
+def test_abuse_outside_the_quote_still_hits() -> None:
+    """Quoting a report does not excuse what the writer says around it."""
+    assert "en.offensive.insult" in _ids("he called me 'a moron', well you're a moron too")
+    assert "en.threat.direct" in _ids("someone wrote 'whatever', i'll stab you")
+
+
+def test_urgent_categories_keep_their_hits_in_mentions() -> None:
+    """Someone quoted as saying they want to kill themselves may be in danger: the self-harm
+    rule still fires and a person sees it."""
+    assert "en.self_harm.intent" in _ids("my friend keeps saying 'i want to kill myself'")
+
+
+def test_keyword_exempt_spans_leave_ordinary_senses() -> None:
+    """A keyword rule's exempt span blanks the ordinary sense only: the slur elsewhere hits."""
+    assert "en.hate.slur" not in _ids("we found a chink in their armour")
+    assert "en.hate.slur" in _ids("a chink in the armour, you chink")
