@@ -22,7 +22,8 @@ Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「
 ``'…'`` when the quote opens at the start of a word and closes at its end (so the apostrophes
 of "i'll" and "don't" are not quotes). Two unquoted mentions count too: the message, link or ad
 a warning names as a scam ("psa: the free nitro dm is a scam", "提醒: 兼职刷单的广告是骗子"; never
-a group of people, "河南人都是骗子" is a smear) and what a condemnation says
+a group of people, "河南人都是骗子" is a smear), what a report says someone was called ("he
+called me a retard in voice chat", "他骂我傻逼") and what a condemnation says
 someone is told to do ("it's not ok to tell someone to go die"). Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
@@ -40,7 +41,7 @@ _EN_FRAMES = (
     # a speech verb up to 30 characters before an opening quote
     r"\b(?:said|says|say|saying|told me|tells me|telling me|wrote|writes|writing|typed|types"
     r"|commented|comments|posted|posts|replied|replies|responded|yelled|yells|screamed|shouted"
-    r"|messaged|messages|texted"
+    r"|messaged|messages|texted|spams|spammed|spamming"
     r"|dm'?d|dms|sent|sends|keeps? (?:saying|sending|typing|posting|spamming|writing|calling)"
     r"|kept (?:saying|sending|typing|posting|spamming|writing|calling)"
     r"|call(?:s|ed|ing)? (?:me|him|her|them|us|people|someone|my \w+))\b[^'\"]{0,30}['\"]",
@@ -51,6 +52,7 @@ _EN_FRAMES = (
     r"\bis it (?:ok|okay|allowed|normal|fine) (?:to|that|when|if)\b",
     r"\b(?:psa|warning|heads up|fyi|beware|careful)\b",
     r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
+    r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
     r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
 )
@@ -68,6 +70,13 @@ _NAMED = re2.compile(
     r"|is phishing|is a phishing \w+|is fake|are fake)"
     r"|(?:^|[:,.!?;]) ?([^:,.!?;]{0,40}(?:广告|链接|短信|消息|私信|网站|电话|客服|红包|兼职"
     r"|刷单|中奖|二维码)[^:,.!?;]{0,20}?)(?:是骗子|是诈骗|是假的|是钓鱼)"
+    # what someone was called, in a report: "he called me a retard in voice chat", "他骂我傻逼"
+    r"|\b(?:called|calls|calling|call) (?:me|him|her|them|us|my \w+|people|someone|everyone) "
+    r"(?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
+    r"|\b(?:got|get|gets|was|were|been|being|keep getting) called (?:a |an |the )?"
+    r"((?:[^\s,.!?;]+ ?){1,3})"
+    r"|\bsaid (?:that )?(?:i'?m|i am|i was) (?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
+    r"|(?:骂|说)(?:我|他|她|别人|人|我们)(?:是)?(?:个|一个)?([^\s,.!?;]{1,6})"
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
@@ -121,7 +130,7 @@ def mentioned_spans(canonical_text: str) -> list[tuple[int, int]]:
         return []
     spans = [(m.start(), m.end()) for m in _BRACKETED.finditer(canonical_text)]
     for m in _NAMED.finditer(canonical_text):
-        group = next(g for g in (1, 2, 3) if m.start(g) >= 0)
+        group = next(g for g in range(1, _NAMED.groups + 1) if m.start(g) >= 0)
         spans.append((m.start(group), m.end(group)))
     taken = [range(a, b) for a, b in spans]
     spans += [(a, b) for a, b in _single_quoted(canonical_text) if not any(a in r for r in taken)]

@@ -87,7 +87,7 @@ def test_the_key_is_per_rule_and_validated() -> None:
     yielding = RuleEngine(
         parse_ruleset(_RULE.format(action="flag", extra="yields_to_reports = true"))
     )
-    report = "someone called me a badword"
+    report = "badword spam in my inbox, how do i report it"
     assert _ids(plain, report) == {"t.words"}
     assert _ids(yielding, report) == set()
     assert _ids(yielding, "you badword") == {"t.words"}
