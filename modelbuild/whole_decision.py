@@ -43,6 +43,7 @@ from pipelines.scores import MODEL_OUTPUTS, ModelScores
 from pipelines.verdict import PolicyResult
 
 __all__ = [
+    "FLAG_SCORE",
     "MAX_RECORD_BYTES",
     "RULE_SCORE",
     "Decided",
@@ -50,6 +51,7 @@ __all__ = [
     "decide_and_score",
     "decide_texts",
     "harm_score",
+    "outcomes_and_scores",
     "served_config",
     "served_heads",
     "served_scorer",
@@ -58,8 +60,10 @@ __all__ = [
 Scorer = Callable[[Sequence[str]], list[ModelScores]]
 """Model scores for a batch of texts, one per text, in order."""
 
-RULE_SCORE = 2.0
-"""The :func:`harm_score` of a message a flag or block rule hit (above every model ratio)."""
+RULE_SCORE = 1.0
+"""The :func:`harm_score` of a message a flag or block rule hit (above every model score)."""
+FLAG_SCORE = 0.5
+"""The :func:`harm_score` from which the model flags a message."""
 MAX_RECORD_BYTES = 1_048_576
 """The worker's default ``kafka.max_message_bytes``."""
 _SENT_AT = datetime(2026, 1, 1, tzinfo=UTC)
@@ -115,8 +119,28 @@ def decide_and_score(
     thresholds: PolicyThresholds | None = None,
 ) -> list[Decided]:
     """:func:`decide_texts` with each decision's :func:`harm_score`."""
-    engine = engine if engine is not None else RuleEngine(default_ruleset())
     thresholds = thresholds if thresholds is not None else PolicyThresholds()
+    out: list[Decided] = []
+    for outcome, row in outcomes_and_scores(texts, scorer, engine=engine):
+        if outcome is None:
+            out.append(Decided(None, 0.0))
+        elif row is not None:
+            out.append(
+                Decided(decide(outcome, row, thresholds), harm_score(outcome, row, thresholds))
+            )
+        else:
+            result = decide(outcome, None, thresholds, model_available=False)
+            out.append(Decided(result, harm_score(outcome, None, thresholds)))
+    return out
+
+
+def outcomes_and_scores(
+    texts: Sequence[str], scorer: Scorer, *, engine: RuleEngine | None = None
+) -> list[tuple[RuleOutcome | None, ModelScores | None]]:
+    """What the policy decides each text from: its rule outcome (``None`` for a text the worker
+    would dead-letter) and its model scores (``None`` when a rule blocks it: the worker sends
+    only the canonical texts of the other messages to the model)."""
+    engine = engine if engine is not None else RuleEngine(default_ruleset())
     messages = [_message(i, t) for i, t in enumerate(texts)]
     canonical: list[CanonicalText | None] = [
         canonicalize(m.text) if m is not None else None for m in messages
@@ -133,28 +157,17 @@ def decide_and_score(
         if len(rows) != len(chunk):
             raise ValueError(f"scorer returned {len(rows)} rows for {len(chunk)} texts")
         scores.update(zip(chunk, rows, strict=True))
-    out: list[Decided] = []
-    for i, outcome in enumerate(outcomes):
-        if outcome is None:
-            out.append(Decided(None, 0.0))
-            continue
-        row = scores.get(i)
-        if row is not None:
-            result = decide(outcome, row, thresholds)
-        else:
-            result = decide(outcome, None, thresholds, model_available=False)
-        out.append(Decided(result, harm_score(outcome, row, thresholds)))
-    return out
+    return [(outcome, scores.get(i)) for i, outcome in enumerate(outcomes)]
 
 
 def harm_score(
     outcome: RuleOutcome, scores: ModelScores | None, thresholds: PolicyThresholds
 ) -> float:
-    """How harmful the whole decision finds a message, for ranking (AUPRC): 2.0 when a flag or
-    block rule hit it, else its largest model probability over that probability's flag
-    threshold (``1 - P(none)`` over ``flag_offensive``, ``P(hate)`` over ``flag_hate``,
-    ``P(spam)`` and ``P(advertisement)`` over theirs). At the default thresholds a message is
-    flagged or blocked exactly when its score is at least 1."""
+    """How harmful the whole decision finds a message, in [0, 1], for ranking (AUPRC): 1.0 when a
+    flag or block rule hit it; else ``r / (1 + r)`` where ``r`` is its largest model probability
+    over that probability's flag threshold (``1 - P(none)`` over ``flag_offensive``,
+    ``P(hate)`` over ``flag_hate``, ``P(spam)`` and ``P(advertisement)`` over theirs). The model
+    flags or blocks a message exactly when its score is at least 0.5."""
     if any(hit.action in (RuleAction.FLAG, RuleAction.BLOCK) for hit in outcome.hits):
         return RULE_SCORE
     if scores is None:
@@ -165,8 +178,10 @@ def harm_score(
         (scores.intent[2], thresholds.flag_spam),
         (scores.intent[3], thresholds.flag_advertisement),
     )
-    ratios = [value / threshold if threshold else RULE_SCORE for value, threshold in pairs]
-    return min(max(ratios), RULE_SCORE)
+    if any(threshold == 0.0 for _, threshold in pairs):
+        return RULE_SCORE
+    ratio = max(value / threshold for value, threshold in pairs)
+    return ratio / (1.0 + ratio)
 
 
 def _text(canonical: CanonicalText | None) -> str:

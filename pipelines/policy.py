@@ -92,19 +92,22 @@ class PolicyThresholds:
     what the model flags but does not block goes to a person, and nothing the model allows does
     (an escalated allow is a reviewer's time spent on ordinary chat; with 0.45 the grey zone
     escalated 2.9 % of everyday English chat lines against 1.8 % at 0.60, catching nothing
-    more, see ``modstream models eval``). ``flag_offensive`` 0.65 and ``flag_hate`` 0.60 (were
-    0.60 and 0.50): on 554 held-out everyday chat lines the whole decision flagged 9 English and
-    3 Chinese lines at the old values, 8 and 3 at these; on 140 harmful and 180 everyday lines
-    written outside the repository it caught 3 harmful lines fewer and flagged 2 everyday lines
-    fewer (``model_repository/moderation/MODEL_CARD.md``)."""
+    more, see ``modstream models eval``). The four flag thresholds are chosen per category on
+    the dev set by ``python -m modelbuild.thresholds``: the most harmful dev-set lines caught
+    without flagging more of the dev set's hard benign lines and the held-out everyday chat
+    lines than before. ``flag_offensive`` 0.65 and ``flag_spam`` 0.70 stay (lower values flag
+    more everyday chat; 0.65 had replaced 0.60 when 554 held-out chat lines were flagged 9 and
+    8 times), ``flag_hate`` 0.45 (was 0.60) and ``flag_advertisement`` 0.45 (was 0.70): dev-set
+    catch 0.954 -> 0.964 with the same 1.7 % of 702 everyday lines flagged
+    (``model_repository/moderation/MODEL_CARD.md``)."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95
     flag_offensive: float = 0.65
-    flag_hate: float = 0.60
+    flag_hate: float = 0.45
     block_spam: float = 0.97
     flag_spam: float = 0.70
-    flag_advertisement: float = 0.70
+    flag_advertisement: float = 0.45
     escalate_low: float = 0.65
     escalate_high: float = 0.85
 

@@ -13,6 +13,7 @@ from modelbuild.devset import DevExample
 from modelbuild.evaluate import HEADLINE_KEYS as EVAL_KEYS
 from modelbuild.evaluate import grade_devset, headline_line
 from modelbuild.whole_decision import (
+    FLAG_SCORE,
     RULE_SCORE,
     decide_and_score,
     decide_texts,
@@ -266,7 +267,7 @@ def test_detection_metrics_per_language_and_category() -> None:
         _result(Decision.FLAG),
         _result(Decision.ALLOW),
     ]
-    report = grade(examples, results, [2.0, 0.5, 1.2, 0.1])
+    report = grade(examples, results, [1.0, 0.3, 0.6, 0.1])
     everything = report["detection"]["en"]["all"]
     assert everything["precision"] == 0.5
     assert everything["recall"] == 0.5
@@ -295,11 +296,11 @@ def test_harm_score_is_at_least_one_exactly_when_the_model_flags(
     toxicity: tuple[float, float, float], intent: tuple[float, float, float, float]
 ) -> None:
     """Without rule hits, the default thresholds flag or block a message exactly when its harm
-    score reaches 1, so thresholding the score at 1 is the decision (the AUPRC's ranking)."""
+    score reaches 0.5, so thresholding the score there is the decision (the AUPRC's ranking)."""
     scores = ModelScores((0.3, 0.4, 0.3), intent, toxicity)
     thresholds = PolicyThresholds()
     caught = is_caught(decide(RuleOutcome(), scores, thresholds))
-    assert caught == (harm_score(RuleOutcome(), scores, thresholds) >= 1.0)
+    assert caught == (harm_score(RuleOutcome(), scores, thresholds) >= FLAG_SCORE)
 
 
 def test_a_flag_or_block_rule_scores_above_every_model_score() -> None:
@@ -308,8 +309,8 @@ def test_a_flag_or_block_rule_scores_above_every_model_score() -> None:
     escalate = RuleHit("e", "threat", Severity.HIGH, RuleAction.ESCALATE)
     thresholds = PolicyThresholds()
     assert harm_score(RuleOutcome((flag,)), CALM, thresholds) == RULE_SCORE
-    assert harm_score(RuleOutcome((escalate,)), CALM, thresholds) < 1.0
+    assert harm_score(RuleOutcome((escalate,)), CALM, thresholds) < FLAG_SCORE
     assert harm_score(RuleOutcome(), HATEFUL, thresholds) < RULE_SCORE
     decided = decide_and_score(["you faggot", "nice weather today"], FakeScorer())
     assert decided[0].score == RULE_SCORE
-    assert decided[1].score < 1.0
+    assert decided[1].score < FLAG_SCORE

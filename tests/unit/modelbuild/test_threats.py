@@ -20,7 +20,8 @@ def test_same_seed_same_lines_in_both_languages() -> None:
     assert lines == template_lines("threats", SEED)
     assert lines != template_lines("threats", SEED + 1)
     topics = Counter((t.lang, t.topic) for t in lines)
-    assert set(topics) == {(lang, t) for lang in ("en", "zh") for t in ("threat", "self_harm")}
+    wanted = ("threat", "self_harm", "self_harm_incitement")
+    assert set(topics) == {(lang, t) for lang in ("en", "zh") for t in wanted}
     assert min(topics.values()) >= 20
     assert not [t.text for t in lines if "{" in t.text]
 

@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (26877, "8d609d1d453ee9f2d7f05f564d6404a4b5cfd86fc4f036dccc4b3a2d8f961caa"),
-    "toxicity": (39721, "41a7fb51e97fff1fe2cf21cbd4c9a4ce22adb15b7f2a29612c8f1413d50b60dc"),
+    "intent": (27859, "e5021324a99d239bf55c63657c76d50556f87bde3485c33f38898639458614ba"),
+    "toxicity": (40441, "c7c1feadda21720b5aafb909c2dc326732f2d7afbb1147867d794e7833b254d2"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
