@@ -8,8 +8,13 @@ of those four over a grid and grades each with the whole decision (rules, the se
 policy) on two sets the build never trains on:
 
 - the adversarial dev set's harmful lines, plain and disguised (what is caught: flag or block);
-- the everyday lines: the dev set's hard benign lines and the held-out chatterbot-corpus chat
-  lines (what is flagged, blocked or escalated).
+- the everyday lines (what is flagged, blocked or escalated): the dev set's hard benign lines,
+  the held-out chatterbot-corpus chat lines and the held-out fifth of the hand-written benign
+  families (``hard_negatives.toml``, ``counterfactuals.toml``: reports quoting abuse, game
+  banter, ordinary senses of profane words, ...; generated from the same templates as their
+  training lines, so they show a threshold's cost on tricky lines rather than measure it).
+
+No flag threshold below 0.40 is considered: too few everyday lines to see what it would cost.
 
 Rules and model run once; each combination is then a vectorised copy of the policy's flag rule
 (checked against ``policy.decide`` for the chosen one). The chosen thresholds catch the most
@@ -40,6 +45,7 @@ from modelbuild.decision_grading import is_caught, is_false_positive
 from modelbuild.devset import read_devset
 from modelbuild.settings import ModelToolSettings
 from modelbuild.sources import fetch_all
+from modelbuild.training_data import template_lines
 from modelbuild.whole_decision import Scorer, outcomes_and_scores, served_scorer
 from pipelines.policy import PolicyConfigError, PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleOutcome, Severity
@@ -203,10 +209,18 @@ def _check_against_policy(
             raise AssertionError(f"line {i}: the sweep and policy.decide disagree")
 
 
-def _everyday_chat() -> list[str]:
+def _everyday_lines() -> list[tuple[str, str]]:
+    """(text, language) of the held-out everyday chat and benign family lines."""
     archives = fetch_all(ModelToolSettings().models.work_dir / "cache")
     chat = datasets.chat_lines(archives["chatterbot"])
-    return [t for lang in ("en", "zh") for t in chat[lang] if datasets.held_out(SEED, t)]
+    out = [(t, lang) for lang in ("en", "zh") for t in chat[lang] if datasets.held_out(SEED, t)]
+    for name in ("hard_negatives", "counterfactuals"):
+        out += [
+            (line.text, line.lang)
+            for line in template_lines(name, SEED)
+            if datasets.held_out(SEED, line.text)
+        ]
+    return out
 
 
 def _line(name: str, got: Choice) -> str:
@@ -234,12 +248,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     dev = read_devset()
-    chat = _everyday_chat()
-    texts = [e.text for e in dev] + chat
-    harmful = [e.harmful for e in dev] + [False] * len(chat)
-    langs = [e.lang for e in dev] + [
-        "zh" if any("\u4e00" <= c <= "\u9fff" for c in t) else "en" for t in chat
-    ]
+    everyday = _everyday_lines()
+    texts = [e.text for e in dev] + [t for t, _ in everyday]
+    harmful = [e.harmful for e in dev] + [False] * len(everyday)
+    langs = [e.lang for e in dev] + [lang for _, lang in everyday]
     scorer = served_scorer(args.repository or project_root() / "model_repository")
     lines, decided = sweep_lines(texts, harmful, langs, scorer)
     base = PolicyThresholds()

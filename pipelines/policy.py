@@ -95,19 +95,20 @@ class PolicyThresholds:
     more, see ``modstream models eval``). The four flag thresholds are chosen per category on
     the dev set by ``python -m modelbuild.thresholds``: the most harmful dev-set lines caught
     without flagging more of the dev set's hard benign lines and the held-out everyday chat
-    lines than before. ``flag_offensive`` 0.65 and ``flag_spam`` 0.70 stay (lower values flag
-    more everyday chat; 0.65 had replaced 0.60 when 554 held-out chat lines were flagged 9 and
-    8 times), ``flag_hate`` 0.45 (was 0.60) and ``flag_advertisement`` 0.45 (was 0.70): dev-set
-    catch 0.954 -> 0.964 with the same 1.7 % of 702 everyday lines flagged
-    (``model_repository/moderation/MODEL_CARD.md``)."""
+    lines than before (the held-out benign family lines counted too). ``flag_offensive`` 0.65
+    stays (lower values flag more everyday chat; 0.65 had replaced 0.60 when 554 held-out chat
+    lines were flagged 9 and 8 times), ``flag_hate`` 0.40 (was 0.60), ``flag_spam`` 0.65 (was
+    0.70) and ``flag_advertisement`` 0.40 (was 0.70): dev-set catch 0.970 -> 0.977 with the same
+    1.8 % of 1,319 everyday lines flagged (the split-int8 CPU encoder;
+    ``model_repository/moderation/MODEL_CARD.md``)."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95
     flag_offensive: float = 0.65
-    flag_hate: float = 0.45
+    flag_hate: float = 0.40
     block_spam: float = 0.97
-    flag_spam: float = 0.70
-    flag_advertisement: float = 0.45
+    flag_spam: float = 0.65
+    flag_advertisement: float = 0.40
     escalate_low: float = 0.65
     escalate_high: float = 0.85
 
