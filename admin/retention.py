@@ -139,6 +139,8 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
             ("rollup_model_agreement_hourly", "hour < $1"),
         )
     ),
+    # The shadow model's verdicts go with the live verdicts they shadow.
+    _Step("shadow_verdicts", "shadow_verdicts", "sent_at < $1", "verdicts"),
 )
 
 

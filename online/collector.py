@@ -96,6 +96,11 @@ class Collector:
         self._on_budget_spent = on_budget_spent
         self.stats = CollectorStats()
 
+    @property
+    def model_saturated(self) -> bool:
+        """Every model batch slot is taken: the next model batch waits for one."""
+        return self._model.saturated
+
     async def submit(self, work: Work, model_deadline: float) -> asyncio.Future[Verdict]:
         """Queue ``work`` (decoded and rule-evaluated); the future is answered once its verdict
         row is durable, or fails with ``NotDecided``. It outlives a cancelled caller."""

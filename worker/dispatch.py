@@ -57,6 +57,11 @@ class Dispatcher(Generic[T]):
             idle=(lambda: self.running == 0) if close_when_idle else None,
         )
 
+    @property
+    def saturated(self) -> bool:
+        """Every slot runs a batch: the next closed batch waits for one."""
+        return self.running >= self._slots
+
     async def put(self, item: T) -> None:
         await self.batcher.put(item)
 

@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from common.metrics_registry import service_registry
 from pipelines.verdict import DecidedBy, Decision
 
-__all__ = ["PRODUCE_TO_VERDICT_BUCKETS_S", "Metrics", "ReplicaMetrics"]
+__all__ = ["PRODUCE_TO_VERDICT_BUCKETS_S", "SHADOW_DROP_REASONS", "Metrics", "ReplicaMetrics"]
 
 _LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 PRODUCE_TO_VERDICT_BUCKETS_S: tuple[float, ...] = (
@@ -42,6 +42,14 @@ PRODUCE_TO_VERDICT_BUCKETS_S: tuple[float, ...] = (
     120,
 )
 """Finer around the 250 ms latency target, so quantiles read from the buckets are close."""
+SHADOW_DROP_REASONS: tuple[str, ...] = (
+    "queue_full",
+    "unavailable",
+    "rejected",
+    "store_failed",
+    "shutdown",
+)
+"""Why shadow work was dropped (``worker.shadow``); every reason's series starts at zero."""
 
 
 class ReplicaMetrics:
@@ -221,6 +229,26 @@ class Metrics:
             "modstream_rules_reloads_total",
             "Rule file reloads, by result (installed or rejected).",
             ["result"],
+            registry=r,
+        )
+        self.shadow_scored_total = Counter(
+            "modstream_shadow_scored_total",
+            "Messages the shadow model scored and stored in shadow_verdicts (never acted on).",
+            registry=r,
+        )
+        self.shadow_dropped_total = Counter(
+            "modstream_shadow_dropped_total",
+            "Messages of model batches the shadow model did not score, by reason: queue_full "
+            "(shed so live work never waits), unavailable, rejected, store_failed, shutdown.",
+            ["reason"],
+            registry=r,
+        )
+        for reason in SHADOW_DROP_REASONS:
+            self.shadow_dropped_total.labels(reason)
+        self.shadow_inference_seconds = Histogram(
+            "modstream_shadow_inference_seconds",
+            "Shadow model call latency per batch.",
+            buckets=_LATENCY_BUCKETS_S,
             registry=r,
         )
         self.publish_failures_total = Counter(

@@ -15,9 +15,12 @@ owns its parts).
 - :func:`build_processor` is the one way a ``BatchProcessor`` is made; the online service's
   builder (``online.parts``) makes its processor with it, over its own acknowledger.
 
-The next parts (a shadow scorer: a second inference handle whose results are stored and never
-acted on; an in-process ONNX Runtime backend beside Triton) are built in :func:`_inference` and
-:func:`build_parts` like the ones here, and reach every program without touching them.
+The shadow scorer (``worker.shadow``: a second inference handle, on ``triton.shadow_model_name``,
+whose results are stored and never acted on) is one of the shared parts: :func:`build_parts`
+makes it, :func:`build_processor` hands it every model batch, and each service runs its loop
+and tells it when live work is saturated. The next parts (an in-process ONNX Runtime backend
+beside Triton) are built in :func:`_inference` and :func:`build_parts` like the ones here, and
+reach every program without touching them.
 """
 
 from __future__ import annotations
@@ -51,9 +54,11 @@ from worker.rule_stage import RuleStage
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
 from worker.settings import ReliabilitySettings, RulesSettings, TritonSettings, WorkerSettings
+from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
 from worker.stores.database import Database
 from worker.stores.pending_texts import PendingTextStore
+from worker.stores.shadow_verdicts import ShadowVerdictStore
 from worker.stores.strikes import StrikeStore
 from worker.stores.verdict_batches import VerdictBatchStore
 from worker.stores.verdict_outbox import VerdictOutboxStore
@@ -115,6 +120,8 @@ class ModerationParts:
     relay: VerdictOutbox
     rescorer: Rescorer
     rules_watch: RulesWatcher | None
+    shadow: ShadowScorer | None = None
+    """Scores every model batch with ``triton.shadow_model_name`` (``None``: no shadow)."""
     give_up: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when a shutdown stops waiting: work blocked on a dependency that is down abandons."""
 
@@ -130,6 +137,10 @@ class ModerationParts:
         stack.push_async_callback(stop_within, "kafka_producer", self.publisher.stop, 0.5)
         await self.inference.start(wait_ready=False)
         stack.push_async_callback(stop_within, "inference", self.inference.stop, 0.5)
+        if self.shadow is not None:
+            # Never waited for: a shadow that is not ready only drops its work.
+            await self.shadow.inference.start(wait_ready=False)
+            stack.push_async_callback(stop_within, "shadow", self.shadow.inference.stop, 0.5)
         if ready_timeout_s is not None:
             try:
                 await self.inference.wait_ready(ready_timeout_s)
@@ -140,6 +151,24 @@ class ModerationParts:
 def _inference(settings: ModerationSettings, metrics: Metrics) -> InferenceClient:
     """The model backend: the Triton gRPC client (any KServe v2 server) over the replicas."""
     return TritonModerationClient(settings.triton, metrics=metrics.replicas)
+
+
+def _shadow(
+    settings: ModerationSettings, metrics: Metrics, database: Database
+) -> ShadowScorer | None:
+    """The shadow scorer over its own Triton client (its own breakers; no replica metrics, which
+    are the live model's), or ``None`` without ``triton.shadow_model_name``."""
+    t = settings.triton
+    if not t.shadow_model_name:
+        return None
+    model = {"model_name": t.shadow_model_name, "model_version": t.shadow_model_version}
+    return ShadowScorer(
+        inference=TritonModerationClient(t.model_copy(update=model)),
+        store=ShadowVerdictStore(database),
+        thresholds=settings.policy,
+        metrics=metrics,
+        queue_batches=t.shadow_queue_batches,
+    )
 
 
 def _rule_engine(rules: RulesSettings) -> RuleEngine:
@@ -201,6 +230,7 @@ def build_parts(
             on_rejected=metrics.rescore_rejected_total.inc,
         ),
         rules_watch=watch,
+        shadow=_shadow(settings, metrics, database),
     )
 
 
@@ -229,6 +259,7 @@ def build_processor(
         metrics=parts.metrics,
         give_up=parts.give_up,
         failpoints=failpoints,
+        shadow=parts.shadow,
     )
 
 
@@ -296,8 +327,8 @@ class StreamParts:
     failpoints: Failpoints
     loops: dict[str, Loop]
     """Background loops by name: the outbox relay, the re-scorer, the breaker's probe, the
-    consumer lag probe, the rule file watch (when reloading is on) and the analysts' rollup
-    refresh (unless its interval is 0)."""
+    consumer lag probe, the rule file watch (when reloading is on), the analysts' rollup
+    refresh (unless its interval is 0) and the shadow scorer (when there is one)."""
 
 
 def build_stream_parts(
@@ -349,15 +380,19 @@ def build_stream_parts(
             close_when_idle=False,
         ),
     )
+    backpressure = Backpressure(
+        b.max_records_in_flight, b.resume_ratio, high_bytes=b.max_bytes_in_flight
+    )
+    if parts.shadow is not None:
+        model_lane = lanes.model
+        parts.shadow.defer_to(lambda: model_lane.saturated or backpressure.paused)
     return StreamParts(
         moderation=parts,
         tracker=tracker,
         source=source,
         processor=processor,
         lanes=lanes,
-        backpressure=Backpressure(
-            b.max_records_in_flight, b.resume_ratio, high_bytes=b.max_bytes_in_flight
-        ),
+        backpressure=backpressure,
         failpoints=failpoints,
         loops=_stream_loops(parts, settings, source, tracker),
     )
@@ -391,4 +426,6 @@ def _stream_loops(
             page_rows=settings.rollups.page_rows,
         )
         loops["rollups"] = refresher.run
+    if parts.shadow is not None:
+        loops["shadow"] = parts.shadow.run
     return loops

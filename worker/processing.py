@@ -73,6 +73,12 @@ class Publisher(RecordPublisher, Protocol):
     ) -> None: ...
 
 
+class Shadow(Protocol):
+    """The shadow scorer as the processor sees it (``worker.shadow.ShadowScorer``)."""
+
+    def submit(self, live: Sequence[Verdict], model_texts: Sequence[str]) -> None: ...
+
+
 class Acknowledger(Protocol):
     """Tells a batch's source that its records are durable (the seam between the processor
     and where records come from)."""
@@ -92,6 +98,7 @@ class BatchProcessor:
     transaction and the records are marked durable right after it. A source without offsets
     passes ``None`` (the online service: its coordinates are claims, ``online.claims``).
     ``acknowledger`` is told of every durable batch before its verdicts are published.
+    ``shadow`` (``worker.shadow``) is handed each model batch once it is published.
     """
 
     def __init__(
@@ -108,8 +115,10 @@ class BatchProcessor:
         metrics: Metrics,
         give_up: asyncio.Event,
         failpoints: Failpoints | None = None,
+        shadow: Shadow | None = None,
     ) -> None:
         self._inference = inference
+        self._shadow = shadow
         self._store = store
         self._publisher = publisher
         self._acknowledger = acknowledger
@@ -147,6 +156,9 @@ class BatchProcessor:
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
         await self._finish(works, verdicts, [])
+        if self._shadow is not None:
+            # Only now, with the live verdicts stored and published: the shadow never delays one.
+            self._shadow.submit(verdicts, [_model_text(w) for w in works])
 
     async def _infer(self, texts: list[str]) -> InferenceResult:
         if self._failpoints.armed != "during_inference":

@@ -46,6 +46,15 @@ class TritonSettings(Section):
     backoff_max_s: float = 2.0
     ready_timeout_s: float = 120.0
     """How long start-up waits for the server and the model to report ready."""
+    shadow_model_name: str = ""
+    """A second model that scores every model batch beside the live one, on the same replicas:
+    its decisions (same rules and policy) are stored in ``shadow_verdicts`` and never acted on
+    (``worker.shadow``); empty: no shadow."""
+    shadow_model_version: str = ""
+    """The shadow's version (``"1"``); empty means its version policy's latest."""
+    shadow_queue_batches: int = Field(default=4, ge=1)
+    """Model batches waiting for the shadow at most (a shadow call starts only while live work
+    has room); past that, shadow work is dropped (``modstream_shadow_dropped_total``)."""
     breaker_failure_threshold: int = 5
     breaker_reset_s: float = 10.0
     ssl: bool = False
@@ -71,6 +80,15 @@ class TritonSettings(Section):
             raise ValueError("triton.grpc_urls: empty address")
         if len(set(urls)) != len(urls):
             raise ValueError(f"triton.grpc_urls: an address is listed twice: {urls}")
+        return self
+
+    @model_validator(mode="after")
+    def _check_shadow(self) -> TritonSettings:
+        if self.shadow_model_version and not self.shadow_model_name:
+            raise ValueError("triton.shadow_model_version needs triton.shadow_model_name")
+        live = (self.model_name, self.model_version)
+        if self.shadow_model_name and (self.shadow_model_name, self.shadow_model_version) == live:
+            raise ValueError("triton.shadow_model_name/version name the live model itself")
         return self
 
     @model_validator(mode="after")

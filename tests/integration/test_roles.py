@@ -6,6 +6,7 @@ deployment would; the logins are unique per run (roles are cluster-wide) and dro
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import secrets
 import shutil
@@ -24,6 +25,7 @@ from admin.migrate import migrate
 from admin.retention import apply_retention
 from common.settings import PostgresSettings, ServiceSettings, project_root
 from pipelines.messages import SourcePosition
+from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 from review.auth import (
     authenticate_session,
@@ -42,6 +44,7 @@ from worker.stores.database import Database
 from worker.stores.partitions import ensure_verdict_partitions
 from worker.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
 from worker.stores.review_items import Escalation
+from worker.stores.shadow_verdicts import ShadowVerdictStore
 from worker.stores.strikes import StrikeStore
 from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
 from worker.stores.verdict_outbox import VerdictOutboxStore
@@ -49,6 +52,7 @@ from worker.stores.verdict_outbox import VerdictOutboxStore
 pytestmark = pytest.mark.integration
 
 _GROUPS = ("owner", "worker", "review", "analyst")
+_SCORES = ModelScores((0.2, 0.6, 0.2), (0.7, 0.1, 0.1, 0.1), (0.9, 0.05, 0.05))
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +170,17 @@ async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
         unpublished = await outbox.unpublished(0.0, 10)
         assert sorted(r["source_offset"] for r in unpublished) == [1, 5]
         assert await StrikeStore(database).sender_strikes(["u-roles"]) == {"u-roles": 0}
+        shadow = dataclasses.replace(
+            decided, scores=_SCORES, model_name="moderation", model_version="1"
+        )
+        await ShadowVerdictStore(database).write([shadow])
     admin = await asyncpg.connect(logins.admin)
     try:
         assert await admin.fetchval("SELECT count(*) FROM review_items") == 2
         assert await admin.fetchval("SELECT count(*) FROM dead_letters") == 1
         assert await admin.fetchval("SELECT count(*) FROM rescore_rejections") == 1
         assert await admin.fetchval("SELECT count(*) FROM pending_texts") == 0
+        assert await admin.fetchval("SELECT count(*) FROM shadow_verdicts") == 1
     finally:
         await admin.close()
 
@@ -271,6 +280,8 @@ async def test_analyst_role_reads_the_views(logins: Logins) -> None:
     try:
         assert await conn.fetchval("SELECT count(*) FROM analytics_verdicts") >= 0
         assert await conn.fetchval("SELECT count(*) FROM analytics_review_events") >= 0
+        assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_agreement") >= 0
+        assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_flips") >= 0
     finally:
         await conn.close()
 

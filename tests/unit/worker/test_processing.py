@@ -164,8 +164,9 @@ def _rig(
     inference_down: bool = False,
     unavailable_on: set[int] | None = None,
     dead_letter_failures: int = 0,
+    shadow: FakeShadow | None = None,
 ) -> Rig:
-    events: list[str] = []
+    events: list[str] = shadow.events if shadow is not None else []
     tracker = OffsetTracker()
     inference = FakeInference(down=inference_down)
     store = FakeStore(events, unavailable_on=unavailable_on)
@@ -183,6 +184,7 @@ def _rig(
         verdict_topic=VERDICT_TOPIC,
         metrics=Metrics(),
         give_up=give_up,
+        shadow=shadow,
     )
     return Rig(processor, tracker, inference, store, publisher, committer, give_up, events)
 
@@ -507,3 +509,30 @@ async def test_revoked_partition_is_not_stored_or_committed() -> None:
     [stored] = rig.store.stored
     assert stored.offsets == {(TOPIC, 1): 6}
     assert rig.committer.commits == [{KEY0: None, (TOPIC, 1): 6}]
+
+
+class FakeShadow:
+    """Records what the processor hands the shadow, with the events seen by then."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+        self.submitted: list[tuple[list[SourcePosition], list[str], list[str]]] = []
+
+    def submit(self, live: Sequence[object], model_texts: Sequence[str]) -> None:
+        positions = [v.position for v in live]  # type: ignore[attr-defined]
+        self.submitted.append((positions, list(model_texts), list(self.events)))
+
+
+async def test_the_shadow_gets_each_model_batch_once_it_is_published() -> None:
+    """A model batch reaches the shadow after its write, commit and publish (so the shadow can
+    delay none of them), with the live verdicts and the texts the live model scored; a decided
+    batch never reaches it."""
+    shadow = FakeShadow([])
+    rig = _rig(shadow=shadow)
+    works = [_work(rig.tracker, o) for o in range(2)]
+    await rig.processor.process_model_batch(_batch(works))
+    await rig.processor.process_decided_batch(_batch([_blocked(rig.tracker, 5)]))
+    [(positions, texts, seen)] = shadow.submitted
+    assert positions == [w.position for w in works]
+    assert texts == [w.model_text for w in works]
+    assert seen[-3:] == ["stored", "commit", "publish"]

@@ -77,3 +77,19 @@ def test_policy_section_is_the_thresholds(monkeypatch: pytest.MonkeyPatch) -> No
 def test_project_root_holds_migrations() -> None:
     """project_root() is the checkout: it contains the migrations folder."""
     assert (project_root() / "migrations").is_dir()
+
+
+def test_a_shadow_model_is_named_apart_from_the_live_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``triton.shadow_model_name`` (and version) set from the environment; a shadow that is
+    the live model itself, or a version without a name, is refused at load."""
+    monkeypatch.setenv("MODSTREAM_TRITON__SHADOW_MODEL_NAME", "moderation")
+    monkeypatch.setenv("MODSTREAM_TRITON__SHADOW_MODEL_VERSION", "1")
+    s = WorkerSettings()
+    assert (s.triton.shadow_model_name, s.triton.shadow_model_version) == ("moderation", "1")
+    monkeypatch.setenv("MODSTREAM_TRITON__SHADOW_MODEL_VERSION", "")
+    with pytest.raises(pydantic.ValidationError, match="live model itself"):
+        WorkerSettings()
+    monkeypatch.setenv("MODSTREAM_TRITON__SHADOW_MODEL_NAME", "")
+    monkeypatch.setenv("MODSTREAM_TRITON__SHADOW_MODEL_VERSION", "3")
+    with pytest.raises(pydantic.ValidationError, match="needs triton\\.shadow_model_name"):
+        WorkerSettings()
