@@ -28,6 +28,7 @@ Handler = Callable[[argparse.Namespace], int]
 COMMAND_MODULES: tuple[str, ...] = (
     "admin.migrate",
     "worker.command",
+    "worker.policy_command",
     "stack.demo",
     "review.command",
     "admin.retention",
@@ -45,6 +46,7 @@ PRODUCTION_COMMANDS: tuple[str, ...] = (
     "rollups",
     "rescore",
     "online",
+    "policy",
 )
 """The sub-commands the production image offers (its packages: see ``.dockerignore``)."""
 

@@ -43,8 +43,8 @@ class OnlineParts:
     collector: Collector
     moderator: OnlineModerator
     loops: dict[str, Loop]
-    """The re-scorer and the outbox relay over the online rows, the rule file watch and the
-    shadow scorer."""
+    """The re-scorer and the outbox relay over the online rows, the rule and policy file
+    watches and the shadow scorer."""
 
 
 def _online_partitions() -> Sequence[int]:
@@ -93,6 +93,8 @@ def build_online_parts(
     }
     if parts.rules_watch is not None:
         loops["rules_watch"] = parts.rules_watch.run
+    if parts.policy_watch is not None:
+        loops["policy_watch"] = parts.policy_watch.run
     if parts.shadow is not None:
         parts.shadow.defer_to(lambda: collector.model_saturated)
         loops["shadow"] = parts.shadow.run

@@ -14,7 +14,13 @@ from pydantic import Field, model_validator
 
 from common.settings import Section, ServiceSettings
 from pipelines.policy import PolicyThresholds
-from worker.settings import HttpSettings, ReliabilitySettings, RulesSettings, TritonSettings
+from worker.settings import (
+    HttpSettings,
+    PolicyFileSettings,
+    ReliabilitySettings,
+    RulesSettings,
+    TritonSettings,
+)
 
 __all__ = ["OnlineSection", "OnlineSettings"]
 
@@ -82,6 +88,7 @@ class OnlineSettings(ServiceSettings):
     online: OnlineSection = OnlineSection()
     triton: TritonSettings = TritonSettings()
     policy: PolicyThresholds = PolicyThresholds()
+    policy_file: PolicyFileSettings = PolicyFileSettings()
     rules: RulesSettings = RulesSettings()
     reliability: ReliabilitySettings = ReliabilitySettings()
     http: HttpSettings = HttpSettings(port=18071)

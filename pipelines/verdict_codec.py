@@ -41,6 +41,7 @@ __all__ = [
     "record_from_row",
     "row_kafka_record",
     "row_key",
+    "scores_from_json",
     "verdict_from_row",
     "verdict_kafka_records",
     "verdict_record",
@@ -156,7 +157,8 @@ def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
     )
 
 
-def _scores_from_json(value: Any) -> ModelScores | None:
+def scores_from_json(value: Any) -> ModelScores | None:
+    """A ``verdicts.scores`` value (JSON text or parsed) back as ``ModelScores`` (or ``None``)."""
     scores = _json(value)
     if scores is None:
         return None
@@ -180,7 +182,7 @@ def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
         sent_at=row["sent_at"],
         text_sha256=row["text_sha256"],
         rule_hits=hits_from_json(_json(row["rule_hits"]) or []),
-        scores=_scores_from_json(row["scores"]),
+        scores=scores_from_json(row["scores"]),
         result=PolicyResult(
             decision=Decision(row["decision"]),
             decided_by=DecidedBy(row["decided_by"]),

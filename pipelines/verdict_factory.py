@@ -48,6 +48,18 @@ class MessageFacts:
             text_sha256=text_sha256(message.text),
         )
 
+    @classmethod
+    def of_verdict(cls, verdict: Verdict) -> MessageFacts:
+        """The facts a stored ``verdict`` kept about its message (to decide it again)."""
+        return cls(
+            position=verdict.position,
+            message_id=verdict.message_id,
+            group_id=verdict.group_id,
+            sender_id=verdict.sender_id,
+            sent_at=verdict.sent_at,
+            text_sha256=verdict.text_sha256,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class ModelRun:

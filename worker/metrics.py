@@ -231,6 +231,20 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        self.policy_reloads_total = Counter(
+            "modstream_policy_reloads_total",
+            "Policy file reloads, by result (installed or rejected: the thresholds in use stay).",
+            ["result"],
+            registry=r,
+        )
+        for result in ("installed", "rejected"):
+            self.policy_reloads_total.labels(result)
+        self.policy_threshold = Gauge(
+            "modstream_policy_threshold",
+            "The policy thresholds every decision uses now (settings, then the policy file).",
+            ["threshold"],
+            registry=r,
+        )
         self.shadow_scored_total = Counter(
             "modstream_shadow_scored_total",
             "Messages the shadow model scored and stored in shadow_verdicts (never acted on).",

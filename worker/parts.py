@@ -35,6 +35,7 @@ from typing import Any, Protocol
 from common.logs import get_logger
 from common.settings import KafkaSettings, PostgresSettings
 from pipelines.policy import PolicyThresholds
+from pipelines.policy_file import load_policy_file
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
 from worker.backpressure import Backpressure
 from worker.batcher import Batch
@@ -46,6 +47,8 @@ from worker.inference import InferenceClient, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.outbox import VerdictOutbox
+from worker.policy_stage import PolicyStage
+from worker.policy_watch import PolicyWatcher
 from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inference
 from worker.publisher import KafkaPublisher
 from worker.rescore import Rescorer
@@ -53,7 +56,13 @@ from worker.rollup_refresh import RollupRefresher
 from worker.rule_stage import RuleStage
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
-from worker.settings import ReliabilitySettings, RulesSettings, TritonSettings, WorkerSettings
+from worker.settings import (
+    PolicyFileSettings,
+    ReliabilitySettings,
+    RulesSettings,
+    TritonSettings,
+    WorkerSettings,
+)
 from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
 from worker.stores.database import Database
@@ -99,6 +108,9 @@ class ModerationSettings(Protocol):
     def policy(self) -> PolicyThresholds: ...
 
     @property
+    def policy_file(self) -> PolicyFileSettings: ...
+
+    @property
     def rules(self) -> RulesSettings: ...
 
     @property
@@ -116,10 +128,13 @@ class ModerationParts:
     publisher: KafkaPublisher
     inference: InferenceClient
     rules: RuleStage
+    policy: PolicyStage
+    """The thresholds in use: ``policy`` settings, then the policy file, reloaded."""
     strikes: StrikeCache
     relay: VerdictOutbox
     rescorer: Rescorer
     rules_watch: RulesWatcher | None
+    policy_watch: PolicyWatcher | None = None
     shadow: ShadowScorer | None = None
     """Scores every model batch with ``triton.shadow_model_name`` (``None``: no shadow)."""
     give_up: asyncio.Event = field(default_factory=asyncio.Event)
@@ -153,8 +168,25 @@ def _inference(settings: ModerationSettings, metrics: Metrics) -> InferenceClien
     return TritonModerationClient(settings.triton, metrics=metrics.replicas)
 
 
+def _policy(
+    settings: ModerationSettings, metrics: Metrics
+) -> tuple[PolicyStage, PolicyWatcher | None]:
+    """The thresholds in use (the policy file over the ``policy`` settings; a file that does
+    not load stops the start, as a bad rule file does) and the file's watch."""
+    f = settings.policy_file
+    if f.path is None:
+        return PolicyStage(settings.policy, metrics), None
+    stage = PolicyStage(load_policy_file(f.path, settings.policy), metrics)
+    watch = None
+    if f.reload_interval_s > 0:
+        watch = PolicyWatcher(
+            f.path, f.reload_interval_s, settings.policy, stage.install, on_reject=stage.reject
+        )
+    return stage, watch
+
+
 def _shadow(
-    settings: ModerationSettings, metrics: Metrics, database: Database
+    settings: ModerationSettings, metrics: Metrics, database: Database, policy: PolicyStage
 ) -> ShadowScorer | None:
     """The shadow scorer over its own Triton client (its own breakers; no replica metrics, which
     are the live model's), or ``None`` without ``triton.shadow_model_name``."""
@@ -165,7 +197,7 @@ def _shadow(
     return ShadowScorer(
         inference=TritonModerationClient(t.model_copy(update=model)),
         store=ShadowVerdictStore(database),
-        thresholds=settings.policy,
+        policy=policy,
         metrics=metrics,
         queue_batches=t.shadow_queue_batches,
     )
@@ -192,6 +224,7 @@ def build_parts(
     inference = _inference(settings, metrics)
     rel = settings.reliability
     rules = RuleStage(_rule_engine(settings.rules), metrics)
+    policy, policy_watch = _policy(settings, metrics)
     watch = None
     if settings.rules.path is not None and settings.rules.reload_interval_s > 0:
         watch = RulesWatcher(
@@ -208,6 +241,7 @@ def build_parts(
         publisher=publisher,
         inference=inference,
         rules=rules,
+        policy=policy,
         strikes=StrikeCache(StrikeStore(database), ttl_s=settings.rules.strikes_ttl_s),
         relay=VerdictOutbox(
             outbox,
@@ -223,14 +257,15 @@ def build_parts(
             store=PendingTextStore(database),
             outbox=outbox,
             publisher=publisher,
-            thresholds=settings.policy,
+            policy=policy,
             verdict_topic=settings.kafka.verdict_topic,
             batch_items=rel.rescore_batch_items,
             on_rescored=metrics.rescored_total.inc,
             on_rejected=metrics.rescore_rejected_total.inc,
         ),
         rules_watch=watch,
-        shadow=_shadow(settings, metrics, database),
+        policy_watch=policy_watch,
+        shadow=_shadow(settings, metrics, database, policy),
     )
 
 
@@ -254,7 +289,7 @@ def build_processor(
         publisher=parts.publisher,
         acknowledger=acknowledger,
         positions=positions,
-        thresholds=settings.policy,
+        policy=parts.policy,
         verdict_topic=settings.kafka.verdict_topic,
         metrics=parts.metrics,
         give_up=parts.give_up,
@@ -327,8 +362,8 @@ class StreamParts:
     failpoints: Failpoints
     loops: dict[str, Loop]
     """Background loops by name: the outbox relay, the re-scorer, the breaker's probe, the
-    consumer lag probe, the rule file watch (when reloading is on), the analysts' rollup
-    refresh (unless its interval is 0) and the shadow scorer (when there is one)."""
+    consumer lag probe, the rule and policy file watches (when reloading is on), the analysts'
+    rollup refresh (unless its interval is 0) and the shadow scorer (when there is one)."""
 
 
 def build_stream_parts(
@@ -426,6 +461,8 @@ def _stream_loops(
             page_rows=settings.rollups.page_rows,
         )
         loops["rollups"] = refresher.run
+    if parts.policy_watch is not None:
+        loops["policy_watch"] = parts.policy_watch.run
     if parts.shadow is not None:
         loops["shadow"] = parts.shadow.run
     return loops

@@ -28,7 +28,6 @@ from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
-from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
@@ -40,6 +39,7 @@ from worker.failpoints import Failpoints
 from worker.inference import InferenceError, InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
+from worker.policy_stage import CurrentPolicy
 from worker.retry import backoff_s
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingText
@@ -110,7 +110,7 @@ class BatchProcessor:
         publisher: Publisher,
         acknowledger: Acknowledger,
         positions: OffsetTracker | None,
-        thresholds: PolicyThresholds,
+        policy: CurrentPolicy,
         verdict_topic: str,
         metrics: Metrics,
         give_up: asyncio.Event,
@@ -123,7 +123,7 @@ class BatchProcessor:
         self._publisher = publisher
         self._acknowledger = acknowledger
         self._positions = positions
-        self._thresholds = thresholds
+        self._policy = policy
         self._metrics = metrics
         self._give_up = give_up
         self._failpoints = failpoints or Failpoints(None)
@@ -191,7 +191,7 @@ class BatchProcessor:
             MessageFacts.of(work.position, _message(work)),
             work.outcome or RuleOutcome(),
             scores,
-            self._thresholds,
+            self._policy.thresholds,
             run,
             queue_ms=max(0.0, (started - work.fetched_at) * 1000.0),
         )

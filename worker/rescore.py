@@ -27,13 +27,13 @@ from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
 from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
-from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
+from worker.policy_stage import CurrentPolicy
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
@@ -72,7 +72,7 @@ class Rescorer:
         store: _Store,
         outbox: PublishedMarker[VerdictRowKey],
         publisher: RecordPublisher,
-        thresholds: PolicyThresholds,
+        policy: CurrentPolicy,
         verdict_topic: str,
         batch_items: int,
         on_rescored: Callable[[int], None] | None = None,
@@ -83,7 +83,7 @@ class Rescorer:
         self._on_rejected = on_rejected
         self._store = store
         self._verdicts_out = verdict_publishing(publisher, verdict_topic, outbox)
-        self._thresholds = thresholds
+        self._policy = policy
         self._batch_items = batch_items
         self.rescored = 0
         self.rejected = 0
@@ -105,7 +105,7 @@ class Rescorer:
         for row, scores, run in scored:
             outcome = RuleOutcome(hits_from_json(row.rule_hits))
             verdict = make_verdict(
-                row.facts, outcome, scores, self._thresholds, run, queue_ms=row.queue_ms
+                row.facts, outcome, scores, self._policy.thresholds, run, queue_ms=row.queue_ms
             )
             verdicts.append(verdict)
             if verdict.result.escalate:

@@ -18,6 +18,7 @@ __all__ = [
     "BatchSettings",
     "HttpSettings",
     "KafkaSettings",
+    "PolicyFileSettings",
     "PostgresSettings",
     "ReliabilitySettings",
     "RollupSettings",
@@ -140,6 +141,16 @@ class RulesSettings(Section):
     """How long a sender's stored strike total (moderators' decisions) is cached for the rules."""
 
 
+class PolicyFileSettings(Section):
+    """The policy file (``pipelines.policy_file``; ``modstream policy calibrate`` writes one)."""
+
+    path: Path | None = None
+    """A TOML ``[thresholds]`` table read over ``policy`` (a key it leaves out keeps the
+    ``policy`` value) at start and again whenever it changes; ``None``: ``policy`` alone."""
+    reload_interval_s: float = Field(default=2.0, ge=0)
+    """How often the file's mtime is checked (0 = read at start only)."""
+
+
 class ReliabilitySettings(Section):
     """The outbox relay and the re-scoring of verdicts decided without the model."""
 
@@ -176,6 +187,9 @@ class WorkerSettings(ServiceSettings):
     policy: PolicyThresholds = PolicyThresholds()
     """Thresholds on model probabilities (``MODSTREAM_POLICY__BLOCK_HATE=0.9`` ...); the pure
     dataclass of ``pipelines.policy`` itself, validated by its own checks."""
+    policy_file: PolicyFileSettings = PolicyFileSettings()
+    """``MODSTREAM_POLICY_FILE__PATH=/etc/modstream/policy.toml``: thresholds over ``policy``,
+    hot-reloaded like the rule file."""
     rules: RulesSettings = RulesSettings()
     reliability: ReliabilitySettings = ReliabilitySettings()
     rollups: RollupSettings = RollupSettings()

@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from common.logs import get_logger
-from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from worker.breaker import BreakerState
 from worker.inference import InferenceClient, InferenceError
 from worker.metrics import Metrics
+from worker.policy_stage import CurrentPolicy
 from worker.stores.database import StoreError
 
 __all__ = ["ShadowItem", "ShadowScorer", "ShadowStore"]
@@ -70,7 +70,7 @@ class ShadowScorer:
         *,
         inference: InferenceClient,
         store: ShadowStore,
-        thresholds: PolicyThresholds,
+        policy: CurrentPolicy,
         metrics: Metrics,
         queue_batches: int,
     ) -> None:
@@ -78,7 +78,7 @@ class ShadowScorer:
             raise ValueError("queue_batches must be >= 1")
         self.inference = inference
         self._store = store
-        self._thresholds = thresholds
+        self._policy = policy
         self._metrics = metrics
         self._queue: deque[list[ShadowItem]] = deque()
         self._queue_batches = queue_batches
@@ -149,10 +149,10 @@ class ShadowScorer:
         )
         verdicts = [
             make_verdict(
-                _facts(item.live),
+                MessageFacts.of_verdict(item.live),
                 RuleOutcome(item.live.rule_hits),
                 scores,
-                self._thresholds,
+                self._policy.thresholds,
                 run,
                 queue_ms=0.0,
             )
@@ -166,14 +166,3 @@ class ShadowScorer:
             return 0
         self._metrics.shadow_scored_total.inc(len(verdicts))
         return len(verdicts)
-
-
-def _facts(live: Verdict) -> MessageFacts:
-    return MessageFacts(
-        position=live.position,
-        message_id=live.message_id,
-        group_id=live.group_id,
-        sender_id=live.sender_id,
-        sent_at=live.sent_at,
-        text_sha256=live.text_sha256,
-    )

@@ -22,6 +22,7 @@ from worker.batcher import Batch
 from worker.inference import InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
+from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
 from worker.stores.database import Database, StoreError, StoreUnavailable
 from worker.stores.partitions import ensure_verdict_partitions
@@ -91,7 +92,7 @@ async def test_unencodable_value_is_a_rejection_from_the_real_driver(database: s
             publisher=_Kafka(),
             acknowledger=_Kafka(),
             positions=tracker,
-            thresholds=PolicyThresholds(),
+            policy=PolicyStage(PolicyThresholds()),
             verdict_topic="unused",
             metrics=Metrics(),
             give_up=asyncio.Event(),

@@ -16,6 +16,7 @@ from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import ModelScores
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
+from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
 from worker.rule_stage import RuleStage
 from worker.stores.database import StoreError
@@ -115,7 +116,7 @@ def make_collector(
         publisher=publisher,
         acknowledger=answers,
         positions=None,
-        thresholds=PolicyThresholds(),
+        policy=PolicyStage(PolicyThresholds()),
         verdict_topic="moderation.verdicts",
         metrics=Metrics(),
         give_up=asyncio.Event(),

@@ -26,6 +26,7 @@ from worker.failpoints import FailpointRaised, Failpoints
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.parts import ModerationParts, StreamParts, build_stream_parts
+from worker.policy_stage import PolicyStage
 from worker.rule_stage import RuleStage
 from worker.settings import BatchSettings, HttpSettings, RollupSettings, WorkerSettings
 from worker.work import Work
@@ -294,6 +295,7 @@ class Rig:
             publisher=self.publisher,  # type: ignore[arg-type]
             inference=self.inference,
             rules=RuleStage(RuleEngine(default_ruleset()), metrics),
+            policy=PolicyStage(settings.policy, metrics),
             strikes=FakeStrikes(),  # type: ignore[arg-type]
             relay=self.relay,  # type: ignore[arg-type]
             rescorer=FakeBackground(),  # type: ignore[arg-type]

@@ -22,6 +22,7 @@ from worker.batcher import Batch
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
+from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
 from worker.stores.database import StoreError, StoreUnavailable
 from worker.stores.verdict_batches import VerdictBatch
@@ -180,7 +181,7 @@ def _rig(
         publisher=publisher,
         acknowledger=committer,
         positions=tracker,
-        thresholds=PolicyThresholds(),
+        policy=PolicyStage(PolicyThresholds()),
         verdict_topic=VERDICT_TOPIC,
         metrics=Metrics(),
         give_up=give_up,

@@ -15,6 +15,7 @@ from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Verdict
 from pipelines.verdict_factory import MessageFacts
 from worker.inference import InferenceRejected, InferenceResult, InferenceUnavailable
+from worker.policy_stage import PolicyStage
 from worker.rescore import Rescorer
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
@@ -119,7 +120,7 @@ def _rescorer(
         store=store,
         outbox=store,
         publisher=publisher,
-        thresholds=PolicyThresholds(),
+        policy=PolicyStage(PolicyThresholds()),
         verdict_topic="moderation.verdicts",
         batch_items=batch_items,
     )

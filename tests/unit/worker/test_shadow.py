@@ -19,6 +19,7 @@ from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from worker.breaker import BreakerState
 from worker.inference import InferenceRejected, InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
+from worker.policy_stage import PolicyStage
 from worker.shadow import ShadowItem, ShadowScorer
 from worker.stores.database import StoreUnavailable
 
@@ -87,7 +88,7 @@ def _scorer(
     scorer = ShadowScorer(
         inference=inference,
         store=store,
-        thresholds=PolicyThresholds(),
+        policy=PolicyStage(PolicyThresholds()),
         metrics=metrics,
         queue_batches=queue_batches,
     )

@@ -21,6 +21,7 @@ from worker.batcher import Batch
 from worker.inference import InferenceResult
 from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
+from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
 from worker.stores.database import Database, StoreError, StoreUnavailable
 from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
@@ -173,7 +174,7 @@ async def test_client_side_rejection_isolates_the_batch_instead_of_retrying_fore
         publisher=kafka,
         acknowledger=kafka,
         positions=tracker,
-        thresholds=PolicyThresholds(),
+        policy=PolicyStage(PolicyThresholds()),
         verdict_topic=VERDICT_TOPIC,
         metrics=Metrics(),
         give_up=asyncio.Event(),

@@ -1,0 +1,289 @@
+"""``modstream policy calibrate`` and ``modstream policy check``: thresholds learnt from the
+moderators' decisions, written as the policy file the worker and the online service hot-reload.
+
+``calibrate`` reads the review items moderators resolved in the window (``--since 30d``, up to
+now) with the scores of the verdicts they reviewed, through the analysts' views (an analyst
+login is enough: ``MODSTREAM_POSTGRES__DSN``), only verdicts of ``--model NAME[:VERSION]`` (by
+default the configured ``triton.model_name``, any version). For each category with a model
+threshold it proposes the lowest flag threshold whose precision against the moderators reaches
+``--target-precision``, with its sample size and confidence intervals
+(``pipelines.calibration``), and refuses a category with fewer than ``--min-decisions``
+decisions. It prints the report, saves it as JSON (``--report``, beside ``--out`` by default)
+and, when a category got a threshold, writes ``--out`` (atomically, so a watching service
+never reads half a file): the keys already in that file, with the proposed thresholds in place
+of theirs. A refused category keeps its current value. Exit 0 when the file was written, 1
+when every category was refused, 2 for arguments or a policy that cannot be used.
+
+``check FILE`` loads a policy file as the services would (over the configured ``policy``) and
+prints the thresholds it gives, or why it is refused (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from common.logs import configure_logging
+from pipelines.calibration import CALIBRATED_FIELDS, Proposal, by_category, propose
+from pipelines.policy import PolicyConfigError, PolicyThresholds
+from pipelines.policy_file import (
+    PolicyFileError,
+    load_policy_file,
+    parse_policy,
+    policy_values,
+    render_policy,
+)
+from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
+from worker.settings import WorkerSettings
+from worker.stores.database import Database, StoreError
+from worker.stores.moderator_decisions import ModeratorDecisionStore
+
+__all__ = ["calibrate", "register"]
+
+_EXIT_REFUSED = 1
+_EXIT_UNUSABLE = 2
+
+
+def _current(settings: WorkerSettings) -> PolicyThresholds:
+    """The thresholds the services use now: ``policy``, then the policy file if one is set."""
+    path = settings.policy_file.path
+    return load_policy_file(path, settings.policy) if path is not None else settings.policy
+
+
+def _existing_values(out: Path) -> dict[str, float]:
+    """The keys the output file already sets (kept unless calibrated); none if it is absent."""
+    if not out.exists():
+        return {}
+    try:
+        return policy_values(out.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PolicyFileError(f"cannot read {out}: {type(exc).__name__}") from exc
+
+
+def _within_policy(proposal: Proposal, current: PolicyThresholds) -> Proposal:
+    """Refuse a proposal the policy cannot take (a flag threshold above its block one)."""
+    if proposal.threshold is None:
+        return proposal
+    try:
+        dataclasses.replace(current, **{proposal.field: proposal.threshold})
+    except PolicyConfigError as exc:
+        return dataclasses.replace(proposal, threshold=None, refused=str(exc))
+    return proposal
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    staged = path.with_name(f".{path.name}.tmp")
+    staged.write_text(text, encoding="utf-8")
+    os.replace(staged, path)
+
+
+async def calibrate(
+    settings: WorkerSettings,
+    *,
+    since: datetime,
+    until: datetime,
+    target_precision: float,
+    min_decisions: int,
+    confidence: float,
+    model: tuple[str, str],
+    out: Path,
+    resamples: int = 1000,
+) -> dict[str, Any]:
+    """Calibrate, write ``out`` when a category got a threshold; the report (also what was
+    written, under ``written``)."""
+    current = _current(settings)
+    existing = _existing_values(out)
+    # What the written file will give before its calibrated keys: the keys it already has,
+    # over the configured thresholds (a proposal must fit with those, e.g. stay below a block).
+    written_base = parse_policy(render_policy(existing), settings.policy)
+    name, version = model
+    async with Database(settings.postgres) as database:
+        decisions = await ModeratorDecisionStore(database).decisions(
+            since, until, name, version or None
+        )
+    grouped = by_category([(d.category, d.scores, d.harmful) for d in decisions])
+    proposals = [
+        _within_policy(
+            propose(
+                category,
+                grouped[category],
+                target_precision=target_precision,
+                min_decisions=min_decisions,
+                confidence=confidence,
+                resamples=resamples,
+            ),
+            written_base,
+        )
+        for category in CALIBRATED_FIELDS
+    ]
+    accepted = {p.field: p.threshold for p in proposals if p.threshold is not None}
+    values = {**existing, **accepted}
+    comments = [
+        f"written by modstream policy calibrate at {until.isoformat()}",
+        f"from {len(decisions)} moderator decisions resolved since {since.isoformat()} "
+        f"on verdicts of {name}{':' + version if version else ' (any version)'}, "
+        f"target precision {target_precision:g}, confidence {confidence:g}",
+        "per category: " + ", ".join(_summary(p) for p in proposals),
+    ]
+    text = render_policy(values, comments=comments)
+    thresholds = parse_policy(text, settings.policy)  # what the services will load
+    written = bool(accepted)
+    if written:
+        _write_atomically(out, text)
+    return {
+        "generated_at": until.isoformat(),
+        "since": since.isoformat(),
+        "until": until.isoformat(),
+        "model_name": name,
+        "model_version": version or None,
+        "target_precision": target_precision,
+        "confidence": confidence,
+        "min_decisions": min_decisions,
+        "decisions": len(decisions),
+        "current": dataclasses.asdict(current),
+        "proposals": [p.as_dict() for p in proposals],
+        "thresholds": dataclasses.asdict(thresholds) if written else None,
+        "policy_file": str(out) if written else None,
+    }
+
+
+def _summary(proposal: Proposal) -> str:
+    if proposal.threshold is None:
+        return f"{proposal.category} refused ({proposal.decisions} decisions)"
+    return (
+        f"{proposal.category} {proposal.threshold:.4f} "
+        f"[{proposal.threshold_low:.4f}, {proposal.threshold_high:.4f}] "
+        f"from {proposal.decisions} decisions"
+    )
+
+
+def _fmt(value: object, digits: int = 3) -> str:
+    return f"{value:.{digits}f}" if isinstance(value, float) else "-"
+
+
+def report_lines(report: dict[str, Any]) -> list[str]:
+    """The report as the terminal shows it."""
+    model = report["model_name"] + (
+        f":{report['model_version']}" if report["model_version"] else " (any version)"
+    )
+    lines = [
+        f"{report['decisions']} moderator decisions resolved since {report['since']} on "
+        f"verdicts of {model}; target precision {report['target_precision']:g}, "
+        f"{report['confidence']:.0%} intervals",
+        f"{'category':<14}{'decisions':>10}{'harmful':>9}{'current':>9}{'proposed':>10}  "
+        f"{'interval':<18}{'precision':<22}{'recall':>6}",
+    ]
+    for p in report["proposals"]:
+        current = report["current"][p["field"]]
+        head = f"{p['category']:<14}{p['decisions']:>10}{p['harmful']:>9}{current:>9.3f}"
+        if p["threshold"] is None:
+            lines.append(f"{head}{'-':>10}  refused: {p['refused']}")
+            continue
+        low, high = p["threshold_interval"]
+        p_low, p_high = p["precision_interval"]
+        interval = f"[{_fmt(low)}, {_fmt(high)}]"
+        precision = f"{_fmt(p['precision'])} [{_fmt(p_low)}, {_fmt(p_high)}]"
+        lines.append(
+            f"{head}{p['threshold']:>10.4f}  {interval:<18}{precision:<22}{p['recall']:>6.3f}"
+        )
+    return lines
+
+
+def _run_calibrate(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
+    configure_logging(settings.log_level)
+    now = datetime.now(UTC)
+    out = Path(args.out)
+    report_path = Path(args.report) if args.report else out.with_suffix(".report.json")
+    try:
+        since = parse_moment(args.since, now)
+        model = parse_model_ref(args.model or settings.triton.model_name)
+        report = asyncio.run(
+            calibrate(
+                settings,
+                since=since,
+                until=now,
+                target_precision=args.target_precision,
+                min_decisions=args.min_decisions,
+                confidence=args.confidence,
+                model=model,
+                out=out,
+                resamples=args.resamples,
+            )
+        )
+    except (ArgumentError, PolicyFileError, StoreError, ValueError) as exc:
+        print(f"modstream policy calibrate: {exc}", file=sys.stderr)
+        return _EXIT_UNUSABLE
+    report_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
+    print("\n".join(report_lines(report)))
+    if report["policy_file"] is None:
+        print(f"every category refused: {out} not written; report saved to {report_path}")
+        return _EXIT_REFUSED
+    calibrated = [p["field"] for p in report["proposals"] if p["threshold"] is not None]
+    print(f"wrote {out} ({', '.join(calibrated)}); report saved to {report_path}")
+    return 0
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
+    try:
+        thresholds = load_policy_file(Path(args.file), settings.policy)
+    except PolicyFileError as exc:
+        print(f"refused: {exc}", file=sys.stderr)
+        return _EXIT_UNUSABLE
+    for name, value in dataclasses.asdict(thresholds).items():
+        print(f"{name} = {value:g}")
+    return 0
+
+
+def register(subparsers: Any) -> None:
+    policy = subparsers.add_parser(
+        "policy", help="the policy file: thresholds learnt from moderators, checked"
+    )
+    commands = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
+    calibrate_parser = commands.add_parser(
+        "calibrate",
+        help="propose per-category flag thresholds from moderators' decisions, write them",
+    )
+    calibrate_parser.add_argument(
+        "--since", default="30d", help="decisions resolved since (30d, 12h, or ISO-8601)"
+    )
+    calibrate_parser.add_argument(
+        "--target-precision",
+        type=float,
+        default=0.9,
+        help="share of flagged messages moderators must find harmful (default 0.9)",
+    )
+    calibrate_parser.add_argument(
+        "--min-decisions",
+        type=int,
+        default=50,
+        help="refuse a category with fewer decisions (default 50)",
+    )
+    calibrate_parser.add_argument(
+        "--confidence", type=float, default=0.95, help="interval confidence (default 0.95)"
+    )
+    calibrate_parser.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)"
+    )
+    calibrate_parser.add_argument(
+        "--model", default=None, help="NAME[:VERSION] of the scored verdicts (default: live)"
+    )
+    calibrate_parser.add_argument(
+        "--out", default="policy.toml", help="the policy file to write (default policy.toml)"
+    )
+    calibrate_parser.add_argument(
+        "--report", default=None, help="where to save the JSON report (default beside --out)"
+    )
+    calibrate_parser.set_defaults(handler=_run_calibrate)
+    check = commands.add_parser("check", help="load a policy file as the services would")
+    check.add_argument("file", help="the policy file")
+    check.set_defaults(handler=_run_check)

@@ -1,0 +1,66 @@
+"""Moderators' decisions with the scores of the verdicts they reviewed (for calibration).
+
+Read through the analysts' views (``analytics_review_items``, ``analytics_verdicts``), so
+``modstream policy calibrate`` needs no more than the read-only analyst login. A decision is
+*harmful* when the moderator did anything but approve (as in ``analytics_model_agreement``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from pipelines.scores import ModelScores
+from pipelines.verdict_codec import scores_from_json
+from worker.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
+
+__all__ = ["ModeratorDecision", "ModeratorDecisionStore"]
+
+_SELECT_DECISIONS = """
+SELECT r.category, r.resolution <> 'approve' AS harmful, v.scores::text AS scores,
+       v.model_version
+FROM analytics_review_items r
+JOIN analytics_verdicts v
+  ON v.source_topic = r.source_topic AND v.source_partition = r.source_partition
+ AND v.source_offset = r.source_offset AND v.sent_at = r.sent_at
+WHERE r.status = 'resolved' AND r.resolution IS NOT NULL AND r.category IS NOT NULL
+  AND r.resolved_at >= $1 AND r.resolved_at < $2
+  AND v.scores IS NOT NULL AND v.model_name = $3
+  AND ($4::text IS NULL OR v.model_version = $4)
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ModeratorDecision:
+    """One resolved review item of a model-scored verdict."""
+
+    category: str
+    """The category the item was filed under (the verdict's at escalation)."""
+    scores: ModelScores
+    harmful: bool
+    model_version: str | None
+
+
+class ModeratorDecisionStore:
+    def __init__(self, database: Database) -> None:
+        self._database = database
+
+    async def decisions(
+        self, since: datetime, until: datetime, model_name: str, model_version: str | None
+    ) -> list[ModeratorDecision]:
+        """Decisions resolved in ``[since, until)`` on verdicts scored by the model (any
+        version when ``model_version`` is ``None``)."""
+        try:
+            rows = await self._database.pool().fetch(
+                _SELECT_DECISIONS, since, until, model_name, model_version
+            )
+        except STORE_DRIVER_ERRORS as exc:
+            raise store_failure(exc, "decisions read") from exc
+        decided: list[ModeratorDecision] = []
+        for row in rows:
+            scores = scores_from_json(row["scores"])
+            if scores is not None:
+                decided.append(
+                    ModeratorDecision(row["category"], scores, row["harmful"], row["model_version"])
+                )
+        return decided
