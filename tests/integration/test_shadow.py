@@ -96,7 +96,9 @@ async def _moderate(settings: WorkerSettings, expected: int) -> Metrics:
             task.result()
         conn = await asyncpg.connect(dsn)
         try:
-            count = await conn.fetchval("SELECT count(*) FROM verdicts")
+            count = await conn.fetchval(
+                "SELECT count(*) FROM verdicts WHERE source_topic = $1", settings.kafka.input_topic
+            )
         finally:
             await conn.close()
         return int(count) >= expected and (parts.moderation.shadow is None or shadow_settled())
@@ -133,16 +135,18 @@ async def _as_analyst(dsn: str, sql: str) -> list[asyncpg.Record]:
         await conn.close()
 
 
-async def _live_bytes(dsn: str) -> bytes:
+async def _live_bytes(dsn: str, topic: str) -> bytes:
     rows = await _fetch(
         dsn,
-        f"SELECT {_LIVE_COLUMNS} FROM verdicts "  # noqa: S608 (a constant column list)
+        f"SELECT {_LIVE_COLUMNS} FROM verdicts WHERE source_topic = $1 "  # noqa: S608 (constant)
         "ORDER BY source_partition, source_offset",
+        topic,
     )
     escalations = await _fetch(
         dsn,
         "SELECT source_partition, source_offset, category, priority, auto_decision, reasons "
-        "FROM review_items ORDER BY source_partition, source_offset",
+        "FROM review_items WHERE source_topic = $1 ORDER BY source_partition, source_offset",
+        topic,
     )
     return orjson.dumps(
         [[str(v) for v in r.values()] for r in rows]
@@ -201,9 +205,11 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
     records = _records()
     s = worker_settings
     await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+    topic = s.kafka.input_topic
     plain_dsn = s.postgres.dsn.get_secret_value()
     await _moderate(s, len(records))
-    plain = await _live_bytes(plain_dsn)
+    plain = await _live_bytes(plain_dsn, topic)
+    assert plain.count(b'"moderation"') == len(records)  # every verdict, each by the model
 
     async with temporary_database(s, prefix="mstest_shadow") as shadowed_db:
         dsn = shadowed_db.postgres.dsn.get_secret_value()
@@ -218,7 +224,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
             shadow_queue_batches=len(records),
         )
         metrics = await _moderate(shadowed, len(records))
-        assert await _live_bytes(dsn) == plain
+        assert await _live_bytes(dsn, topic) == plain
         assert _scored(metrics) == len(records)
 
         shadow_rows = await _fetch(
@@ -292,7 +298,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
             s, dsn, s.kafka.group_id + "-outage", shadow_model_name="moderation_not_served"
         )
         metrics = await _moderate(outage, len(records))
-        assert await _live_bytes(dsn) == plain
+        assert await _live_bytes(dsn, topic) == plain
         assert _scored(metrics) == 0
         assert _counter(metrics, "unavailable") == len(records)
         assert (await _fetch(dsn, "SELECT count(*) AS n FROM shadow_verdicts"))[0]["n"] == 0
