@@ -20,9 +20,10 @@ bootstrap:  ## install system packages and the virtual environment (idempotent)
 # no longer allows it; `make lock UPGRADE=--upgrade` moves everything to the newest allowed.
 LOCK_FLAGS := --generate-hashes --python-version 3.11 --python-platform x86_64-manylinux_2_36 --quiet
 
-lock: bootstrap  ## requirements/dev.lock and runtime.lock from pyproject.toml (uv; needs the package index)
+lock: bootstrap  ## requirements/dev.lock and runtime.lock from pyproject.toml, mlserver.lock from mlserver.in (uv; needs the package index)
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) $(UPGRADE) --extra dev --extra stack --extra models -o requirements/dev.lock
 	$(BIN)/uv pip compile pyproject.toml $(LOCK_FLAGS) -c requirements/dev.lock -o requirements/runtime.lock
+	$(BIN)/uv pip compile requirements/mlserver.in $(LOCK_FLAGS) $(UPGRADE) -o requirements/mlserver.lock
 
 models: bootstrap  ## build model_repository/ from packages (skips what is already built)
 	$(BIN)/modstream models build

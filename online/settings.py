@@ -16,6 +16,7 @@ from common.settings import Section, ServiceSettings
 from pipelines.policy import PolicyThresholds
 from worker.settings import (
     HttpSettings,
+    InferenceSettings,
     PolicyFileSettings,
     ReliabilitySettings,
     RulesSettings,
@@ -87,6 +88,7 @@ class OnlineSettings(ServiceSettings):
 
     online: OnlineSection = OnlineSection()
     triton: TritonSettings = TritonSettings()
+    inference: InferenceSettings = InferenceSettings()
     policy: PolicyThresholds = PolicyThresholds()
     policy_file: PolicyFileSettings = PolicyFileSettings()
     rules: RulesSettings = RulesSettings()

@@ -2,7 +2,8 @@
 # Idempotent set-up of a Debian machine for modstream: system packages for the local stack
 # (PostgreSQL server, a Java 17+ runtime, Maven), Prometheus (its promtool checks the alert
 # rules; `modstream demo --with-prometheus` runs the server), the project's virtual
-# environment with the exact versions of requirements/dev.lock, and a kustomize to render
+# environment with the exact versions of requirements/dev.lock (and MLServer's own, of
+# requirements/mlserver.lock), and a kustomize to render
 # deploy/k8s when kubectl (which carries one) is not installed.
 # Quiet when everything is already in place; make targets call it before anything else.
 #
@@ -72,6 +73,29 @@ if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$wanted" ]; then
     fi
     rm -f "$log"
     printf '%s\n' "$wanted" > "$STAMP"
+fi
+
+# --- MLServer's own environment (stack.mlserver, tests/integration/test_inference_servers.py) ---
+# MLServer, the second Open Inference Protocol server the model tests and the worker run
+# against, pins fastapi below the review service's, so it gets a virtual environment of its own
+# with the exact versions of requirements/mlserver.lock. Made here, never when a test runs.
+MLSERVER_VENV=".venv-mlserver"
+MLSERVER_LOCK="requirements/mlserver.lock"
+MLSERVER_STAMP="$MLSERVER_VENV/.modstream-bootstrap"
+if [ ! -x "$MLSERVER_VENV/bin/python" ]; then
+    say "creating $MLSERVER_VENV with $PYTHON"
+    "$PYTHON" -m venv "$MLSERVER_VENV"
+fi
+wanted="$(sha256sum "$MLSERVER_LOCK" | cut -d' ' -f1)"
+if [ ! -f "$MLSERVER_STAMP" ] || [ "$(cat "$MLSERVER_STAMP")" != "$wanted" ]; then
+    say "installing $MLSERVER_LOCK into $MLSERVER_VENV"
+    log="$(mktemp)"
+    if ! "$MLSERVER_VENV/bin/python" -m pip install -q --disable-pip-version-check \
+            --require-hashes -r "$MLSERVER_LOCK" >"$log" 2>&1; then
+        cat "$log"; rm -f "$log"; say "pip install failed"; exit 1
+    fi
+    rm -f "$log"
+    printf '%s\n' "$wanted" > "$MLSERVER_STAMP"
 fi
 
 # --- kustomize (deploy/k8s) -------------------------------------------------------------------

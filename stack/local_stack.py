@@ -1,4 +1,8 @@
-"""The whole local stack: Kafka, PostgreSQL and Triton, started and stopped together."""
+"""The whole local stack: Kafka, PostgreSQL and Triton, started and stopped together.
+
+The ``triton`` service is the stack's model server: Triton, or MLServer over the same
+repository and ports when ``stack.inference_server`` is ``mlserver`` (``stack.mlserver``).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from dataclasses import dataclass
 
 from stack.errors import StackError
 from stack.kafka import KafkaServer
+from stack.mlserver import MLServerServer
 from stack.postgres import PostgresServer
 from stack.service import LocalService, ServiceStatus
 from stack.settings import StackToolSettings
@@ -34,10 +39,11 @@ class LocalStack:
     def __init__(self, settings: StackToolSettings) -> None:
         self.settings = settings
         stack = settings.stack
+        server = MLServerServer if stack.inference_server == "mlserver" else TritonServer
         self.services: dict[str, LocalService] = {
             "postgres": PostgresServer(stack),
             "kafka": KafkaServer(stack),
-            "triton": TritonServer(stack),
+            "triton": server(stack),
         }
 
     def select(self, only: Iterable[str] | None = None) -> list[LocalService]:

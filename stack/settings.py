@@ -7,6 +7,7 @@ daemon and the review service never see them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field
 
@@ -36,6 +37,9 @@ class StackSettings(Section):
     prometheus_port: int = 19090
     """Where ``modstream demo --with-prometheus`` serves Prometheus (``stack.prometheus``)."""
     model_repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
+    inference_server: Literal["triton", "mlserver"] = "triton"
+    """Which Open Inference Protocol server serves ``model_repository`` on the ``triton_*``
+    ports: Triton, or MLServer running the same model code (``stack.mlserver``)."""
     partitions: int = 4
 
 

@@ -1,7 +1,9 @@
 """What every inference backend is to the pipeline: a typed client, its result and its errors.
 
 The processor, the re-scorer and the services see only :class:`InferenceClient`; which backend
-stands behind it is chosen by ``worker.parts`` (today the Triton gRPC client, ``worker.triton``).
+stands behind it is chosen by ``worker.parts`` (``inference.backend``): the KServe v2 gRPC
+client of ``worker.triton`` (Triton, MLServer), or the in-process model of ``worker.inprocess``.
+Both turn the model's three output tensors into scores with :func:`scores_from_outputs`.
 A backend wraps its own failures at the edge: :class:`InferenceUnavailable` when it cannot answer
 now (callers fall back to rules-only ``pending_model`` verdicts and re-score later),
 :class:`InferenceRejected` when it refused these inputs (retrying them will not help).
@@ -9,11 +11,13 @@ now (callers fall back to rules-only ``pending_model`` verdicts and re-score lat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
-from pipelines.scores import ModelScores
+import numpy as np
+
+from pipelines.scores import ModelScores, ScoreRowError
 from worker.breaker import BreakerState
 from worker.errors import WorkerError
 
@@ -23,6 +27,7 @@ __all__ = [
     "InferenceRejected",
     "InferenceResult",
     "InferenceUnavailable",
+    "scores_from_outputs",
 ]
 
 
@@ -69,3 +74,23 @@ class InferenceClient(Protocol):
 
     async def infer(self, texts: Sequence[str]) -> InferenceResult:
         """One row of scores per text, in order."""
+
+
+def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
+    matrix = np.asarray(array, dtype=np.float64)
+    if matrix.ndim != 2 or matrix.shape[0] != n:
+        raise InferenceRejected(f"{task}: expected {n} rows, got shape {matrix.shape}")
+    return [tuple(row) for row in matrix.tolist()]
+
+
+def scores_from_outputs(output: Callable[[str], Any], n: int) -> list[ModelScores]:
+    """One :class:`ModelScores` per text from the model's ``SENTIMENT``, ``INTENT`` and
+    ``TOXICITY`` arrays (``output(name)`` gives each); ``InferenceRejected`` when a shape or a
+    row breaks the contract (``pipelines.scores``)."""
+    sentiment = _rows(output("SENTIMENT"), n, "SENTIMENT")
+    intent = _rows(output("INTENT"), n, "INTENT")
+    toxicity = _rows(output("TOXICITY"), n, "TOXICITY")
+    try:
+        return [ModelScores(s, i, t) for s, i, t in zip(sentiment, intent, toxicity, strict=True)]
+    except ScoreRowError as exc:
+        raise InferenceRejected(f"contract violation: {exc}") from exc

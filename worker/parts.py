@@ -15,12 +15,13 @@ owns its parts).
 - :func:`build_processor` is the one way a ``BatchProcessor`` is made; the online service's
   builder (``online.parts``) makes its processor with it, over its own acknowledger.
 
-The shadow scorer (``worker.shadow``: a second inference handle, on ``triton.shadow_model_name``,
-whose results are stored and never acted on) is one of the shared parts: :func:`build_parts`
-makes it, :func:`build_processor` hands it every model batch, and each service runs its loop
-and tells it when live work is saturated. The next parts (an in-process ONNX Runtime backend
-beside Triton) are built in :func:`_inference` and :func:`build_parts` like the ones here, and
-reach every program without touching them.
+The model backend is chosen in :func:`_inference` and nowhere else (``inference.backend``):
+the KServe v2 gRPC client (``triton``, the default: Triton or MLServer) or the repository's own
+model run in this process on a thread pool (``inprocess``, ``worker.inprocess``). The shadow
+scorer (``worker.shadow``: a second inference handle, on ``triton.shadow_model_name``, whose
+results are stored and never acted on) is one of the shared parts: :func:`build_parts` makes
+it, :func:`build_processor` hands it every model batch, and each service runs its loop and
+tells it when live work is saturated.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from worker.consumer_lag import ConsumerLagProbe
 from worker.dispatch import Dispatcher, Lanes
 from worker.failpoints import Failpoints
 from worker.inference import InferenceClient, InferenceUnavailable
-from worker.metrics import Metrics
+from worker.inprocess import InProcessModerationClient
+from worker.metrics import Metrics, ReplicaMetrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.outbox import VerdictOutbox
 from worker.policy_stage import PolicyStage
@@ -57,6 +59,7 @@ from worker.rule_stage import RuleStage
 from worker.rules_watch import RulesWatcher
 from worker.sender_strikes import StrikeCache
 from worker.settings import (
+    InferenceSettings,
     PolicyFileSettings,
     ReliabilitySettings,
     RulesSettings,
@@ -103,6 +106,9 @@ class ModerationSettings(Protocol):
 
     @property
     def triton(self) -> TritonSettings: ...
+
+    @property
+    def inference(self) -> InferenceSettings: ...
 
     @property
     def policy(self) -> PolicyThresholds: ...
@@ -163,9 +169,15 @@ class ModerationParts:
                 _log.warning("inference_not_ready", error=str(exc))
 
 
-def _inference(settings: ModerationSettings, metrics: Metrics) -> InferenceClient:
-    """The model backend: the Triton gRPC client (any KServe v2 server) over the replicas."""
-    return TritonModerationClient(settings.triton, metrics=metrics.replicas)
+def _inference(
+    inference: InferenceSettings, triton: TritonSettings, metrics: ReplicaMetrics | None
+) -> InferenceClient:
+    """The model backend (``inference.backend``) for the model ``triton`` names: the Triton gRPC
+    client (any KServe v2 server) over the replicas, or the repository's model in this process.
+    The live model and the shadow both come from here."""
+    if inference.backend == "inprocess":
+        return InProcessModerationClient(inference, triton, metrics=metrics)
+    return TritonModerationClient(triton, metrics=metrics)
 
 
 def _policy(
@@ -188,14 +200,15 @@ def _policy(
 def _shadow(
     settings: ModerationSettings, metrics: Metrics, database: Database, policy: PolicyStage
 ) -> ShadowScorer | None:
-    """The shadow scorer over its own Triton client (its own breakers; no replica metrics, which
-    are the live model's), or ``None`` without ``triton.shadow_model_name``."""
+    """The shadow scorer over its own client of the configured backend (its own breakers; no
+    replica metrics, which are the live model's), or ``None`` without
+    ``triton.shadow_model_name``."""
     t = settings.triton
     if not t.shadow_model_name:
         return None
     model = {"model_name": t.shadow_model_name, "model_version": t.shadow_model_version}
     return ShadowScorer(
-        inference=TritonModerationClient(t.model_copy(update=model)),
+        inference=_inference(settings.inference, t.model_copy(update=model), None),
         store=ShadowVerdictStore(database),
         policy=policy,
         metrics=metrics,
@@ -221,7 +234,7 @@ def build_parts(
     database = Database(settings.postgres, light_reset=light_reset)
     outbox = VerdictOutboxStore(database)
     publisher = KafkaPublisher(settings.kafka)
-    inference = _inference(settings, metrics)
+    inference = _inference(settings.inference, settings.triton, metrics.replicas)
     rel = settings.reliability
     rules = RuleStage(_rule_engine(settings.rules), metrics)
     policy, policy_watch = _policy(settings, metrics)

@@ -7,16 +7,24 @@ Loaded once at ``modstream worker``'s entry point (``MODSTREAM_BATCH__MAX_ITEMS=
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
 from common.rollups import DEFAULT_PAGE_ROWS
-from common.settings import KafkaSettings, PostgresSettings, Section, ServiceSettings
+from common.settings import (
+    KafkaSettings,
+    PostgresSettings,
+    Section,
+    ServiceSettings,
+    project_root,
+)
 from pipelines.policy import PolicyThresholds
 
 __all__ = [
     "BatchSettings",
     "HttpSettings",
+    "InferenceSettings",
     "KafkaSettings",
     "PolicyFileSettings",
     "PostgresSettings",
@@ -110,6 +118,25 @@ class TritonSettings(Section):
         return self
 
 
+class InferenceSettings(Section):
+    """Which model backend scores messages (``worker.parts`` builds it).
+
+    ``triton`` (the default): the KServe v2 gRPC client of the ``triton`` section, for any Open
+    Inference Protocol server (Triton, MLServer). ``inprocess``: the model repository's own
+    ``model.py`` (the same code Triton runs: ONNX Runtime for the real models) loaded inside
+    this process and called on a thread pool (``worker.inprocess``); it needs the ``models``
+    extra's packages. Both read the model name, version, deadline and breaker settings of the
+    ``triton`` section, so ``triton.model_version`` pins or rolls back either.
+    """
+
+    backend: Literal["triton", "inprocess"] = "triton"
+    repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
+    """``inprocess``: the Triton model repository to load ``triton.model_name`` from."""
+    instances: int = Field(default=1, ge=1)
+    """``inprocess``: model instances, each on a thread of its own (one call at a time each),
+    as a Triton ``instance_group`` count; the real model's encoder already uses every core."""
+
+
 class BatchSettings(Section):
     max_items: int = Field(default=100, ge=1)
     max_wait_s: float = Field(default=5.0, gt=0)
@@ -183,6 +210,7 @@ class WorkerSettings(ServiceSettings):
     """Everything ``modstream worker`` reads (and ``modstream rescore``)."""
 
     triton: TritonSettings = TritonSettings()
+    inference: InferenceSettings = InferenceSettings()
     batch: BatchSettings = BatchSettings()
     policy: PolicyThresholds = PolicyThresholds()
     """Thresholds on model probabilities (``MODSTREAM_POLICY__BLOCK_HATE=0.9`` ...); the pure

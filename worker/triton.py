@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from common.logs import get_logger
-from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores, ScoreRowError
+from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
 from worker.breaker import BreakerState, CircuitBreaker
 from worker.inference import (
     InferenceError,
     InferenceRejected,
     InferenceResult,
     InferenceUnavailable,
+    scores_from_outputs,
 )
 from worker.metrics import ReplicaMetrics
 from worker.replicas import CallOutcome, Replica, ReplicaPool
@@ -46,13 +47,6 @@ _RECONNECT_BACKOFF_MS = (500, 2_000)
 """gRPC's reconnect backoff (initial, max): the default max of 120 s would keep the worker on
 rules-only verdicts for minutes after Triton is back."""
 _log = get_logger(__name__)
-
-
-def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
-    matrix = np.asarray(array, dtype=np.float64)
-    if matrix.ndim != 2 or matrix.shape[0] != n:
-        raise InferenceRejected(f"{task}: expected {n} rows, got shape {matrix.shape}")
-    return [tuple(row) for row in matrix.tolist()]
 
 
 def client_options(settings: TritonSettings, url: str | None = None) -> dict[str, Any]:
@@ -244,15 +238,6 @@ class TritonModerationClient:
             raise InferenceRejected(f"triton {status}: {exc.message()}") from exc
         except (TimeoutError, OSError) as exc:
             raise InferenceUnavailable(f"transport: {type(exc).__name__}") from exc
-        n = len(texts)
-        sentiment = _rows(response.as_numpy("SENTIMENT"), n, "SENTIMENT")
-        intent = _rows(response.as_numpy("INTENT"), n, "INTENT")
-        toxicity = _rows(response.as_numpy("TOXICITY"), n, "TOXICITY")
-        try:
-            scores = [
-                ModelScores(s, i, t) for s, i, t in zip(sentiment, intent, toxicity, strict=True)
-            ]
-        except ScoreRowError as exc:
-            raise InferenceRejected(f"contract violation: {exc}") from exc
+        scores = scores_from_outputs(response.as_numpy, len(texts))
         version = str(response.get_response().model_version)
         return scores, version

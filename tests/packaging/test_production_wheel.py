@@ -25,7 +25,16 @@ import pytest
 from common.settings import project_root
 from modstream.cli import PRODUCTION_COMMANDS
 
-IMAGE_PACKAGES = {"admin", "common", "modstream", "online", "pipelines", "review", "worker"}
+IMAGE_PACKAGES = {
+    "admin",
+    "common",
+    "modelhost",
+    "modstream",
+    "online",
+    "pipelines",
+    "review",
+    "worker",
+}
 """What the image's wheel must hold: the daemon, the online service, the review service, the
 admin commands and what they share; never the development stack, the model tools, benchmarks or
 tests."""

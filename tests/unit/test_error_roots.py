@@ -12,6 +12,7 @@ import pytest
 
 from admin.errors import AdminError
 from common.errors import CommonError
+from modelhost.errors import ModelHostError
 from online.errors import OnlineError
 from pipelines.errors import PipelineError
 from review.errors import ReviewError
@@ -21,6 +22,7 @@ from worker.errors import WorkerError
 ROOTS: dict[str, type[Exception]] = {
     "pipelines": PipelineError,
     "common": CommonError,
+    "modelhost": ModelHostError,
     "worker": WorkerError,
     "online": OnlineError,
     "review": ReviewError,
@@ -29,6 +31,8 @@ ROOTS: dict[str, type[Exception]] = {
 }
 FRAMEWORK_BOUND = {"review.bodylimit.BodyTooLargeError"}
 """Exceptions a framework must see as its own type (Starlette's ``HTTPException``)."""
+MLSERVER_ONLY = {"modelhost.mlserver_runtime"}
+"""Modules that import ``mlserver``, installed only in MLServer's own virtual environment."""
 
 
 def _modules(package: str) -> list[ModuleType]:
@@ -36,7 +40,7 @@ def _modules(package: str) -> list[ModuleType]:
     names = [package] + [
         info.name
         for info in pkgutil.walk_packages(root.__path__, prefix=f"{package}.")
-        if not info.name.endswith("_pb2")
+        if not info.name.endswith("_pb2") and info.name not in MLSERVER_ONLY
     ]
     return [importlib.import_module(name) for name in names]
 
