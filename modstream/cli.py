@@ -33,6 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "review.command",
     "admin.retention",
     "admin.rollups",
+    "admin.models_command",
     "stack.command",
     "modelbuild.command",
     "online.command",
@@ -47,6 +48,7 @@ PRODUCTION_COMMANDS: tuple[str, ...] = (
     "rescore",
     "online",
     "policy",
+    "models",
 )
 """The sub-commands the production image offers (its packages: see ``.dockerignore``)."""
 

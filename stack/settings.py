@@ -37,6 +37,9 @@ class StackSettings(Section):
     prometheus_port: int = 19090
     """Where ``modstream demo --with-prometheus`` serves Prometheus (``stack.prometheus``)."""
     model_repository: Path = Field(default_factory=lambda: project_root() / "model_repository")
+    triton_model_config: str = ""
+    """Triton's ``--model-config-name``: ``gpu`` serves each model's ``configs/gpu.pbtxt``
+    (``KIND_GPU``, ``modelbuild.gpu_configs``) where it has one; empty: ``config.pbtxt``."""
     inference_server: Literal["triton", "mlserver"] = "triton"
     """Which Open Inference Protocol server serves ``model_repository`` on the ``triton_*``
     ports: Triton, or MLServer running the same model code (``stack.mlserver``)."""

@@ -114,11 +114,13 @@ class TritonServer(LocalService):
     @property
     def model_repository(self) -> Path:
         """The repository served; a relative path is taken from the working folder, or else
-        from the project root (so ``tests/fixtures/model_repository`` works from anywhere)."""
+        from the project root (so ``tests/fixtures/model_repository`` works from anywhere).
+        Links are kept, not resolved: ``modstream models pull`` serves ``<dir>/current``, a
+        link it replaces, and Triton must read through it when it loads a model again."""
         path = self.settings.model_repository
         if path.is_absolute() or path.exists():
-            return path.resolve()
-        return (project_root() / path).resolve()
+            return Path(os.path.abspath(path))
+        return Path(os.path.abspath(project_root() / path))
 
     @property
     def endpoint(self) -> str:
@@ -165,8 +167,12 @@ class TritonServer(LocalService):
                 shutil.copy2(source, copy)
 
     def is_outdated(self, pid: int) -> bool:
-        """Serving another model repository than the settings name."""
-        return f"--model-repository={self.model_repository}" not in cmdline(pid)
+        """Serving another model repository or model config than the settings name."""
+        args = cmdline(pid)
+        config = self.settings.triton_model_config
+        wanted = [f"--model-config-name={config}"] if config else []
+        running = [a for a in args if a.startswith("--model-config-name=")]
+        return f"--model-repository={self.model_repository}" not in args or running != wanted
 
     def command(self) -> tuple[Sequence[str], Mapping[str, str] | None]:
         dist = TritonDistribution.find()
@@ -187,6 +193,8 @@ class TritonServer(LocalService):
             "--pinned-memory-pool-byte-size=0",
             "--exit-timeout-secs=10",
         ]
+        if s.triton_model_config:
+            argv.append(f"--model-config-name={s.triton_model_config}")
         libdir = sysconfig.get_config_var("LIBDIR")
         env = triton_environment(
             dist, os.environ, Path(sys.prefix), str(libdir) if libdir else None
@@ -205,11 +213,11 @@ class TritonServer(LocalService):
 
 @contextmanager
 def private_triton(
-    repository: Path, state_dir: Path, ports: tuple[int, int, int]
+    repository: Path, state_dir: Path, ports: tuple[int, int, int], *, model_config: str = ""
 ) -> Iterator[TritonServer]:
     """A server of its own over ``repository`` (HTTP, gRPC and metrics on ``ports``, state under
-    ``state_dir``), stopped when the block exits: the model tests and ``bench.models`` grade a
-    repository whatever the stack happens to serve."""
+    ``state_dir``; ``model_config``: ``--model-config-name``), stopped when the block exits: the
+    model tests and ``bench.models`` grade a repository whatever the stack happens to serve."""
     http, grpc, metrics = ports
     server = TritonServer(
         StackSettings(
@@ -218,6 +226,7 @@ def private_triton(
             triton_http_port=http,
             triton_grpc_port=grpc,
             triton_metrics_port=metrics,
+            triton_model_config=model_config,
         )
     )
     try:

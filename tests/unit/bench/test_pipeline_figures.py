@@ -80,7 +80,9 @@ def test_summary_line_has_every_field_in_order() -> None:
     assert line == (
         "e2e_msgs_per_s=64.3 ceiling_msgs_per_s=61.4 ratio_ceiling=1.046 "
         "fixture_e2e_msgs_per_s=9000.0 fixture_ceiling_msgs_per_s=16000.0 "
-        "fixture_ratio_ceiling=0.562 p99_ms_fixture=180.3 cpu_model_speedup=nan"
+        "fixture_ratio_ceiling=0.562 p99_ms_fixture=180.3 cpu_model_speedup=nan "
+        "inprocess_e2e_msgs_per_s=nan ratio_inprocess_triton=nan "
+        "fixture_inprocess_e2e_msgs_per_s=nan"
     )
 
 
@@ -97,6 +99,9 @@ def test_summary_line_of_nothing_measured_is_all_nan() -> None:
         "fixture_ratio_ceiling",
         "p99_ms_fixture",
         "cpu_model_speedup",
+        "inprocess_e2e_msgs_per_s",
+        "ratio_inprocess_triton",
+        "fixture_inprocess_e2e_msgs_per_s",
     ]
     assert values == {"nan"}
 

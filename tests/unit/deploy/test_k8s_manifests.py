@@ -16,6 +16,7 @@ import pytest
 import yaml
 from pydantic_settings import BaseSettings
 
+from admin.models_command import ModelStoreSettings
 from common.settings import ServiceSettings, project_root
 from online.settings import OnlineSettings
 from review.settings import ReviewServiceSettings
@@ -331,18 +332,62 @@ def _triton(objects: list[Manifest]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def test_triton_serves_the_repository_its_init_step_pulls(objects: list[Manifest]) -> None:
     """An init container writes the model repository into the volume Triton serves read-only
-    (--model-repository), and Triton is probed on its ready and live endpoints."""
+    (--model-repository, the pull's ``current`` in it), and Triton is probed on its ready and
+    live endpoints."""
     spec, server = _triton(objects)
     (repository,) = [
         a.split("=", 1)[1] for a in server["args"] if a.startswith("--model-repository=")
     ]
-    served = {m["mountPath"]: m for m in server["volumeMounts"]}[repository]
+    (served,) = [
+        m for m in server["volumeMounts"] if repository.startswith(m["mountPath"].rstrip("/") + "/")
+    ]
     assert served.get("readOnly") is True
     (pull,) = spec["initContainers"]
     written = {m["name"]: m for m in pull["volumeMounts"]}
     assert written[served["name"]].get("readOnly") is not True
     assert server["readinessProbe"]["httpGet"]["path"] == "/v2/health/ready"
     assert server["livenessProbe"]["httpGet"]["path"] == "/v2/health/live"
+
+
+def test_the_init_step_is_modstream_models_pull_into_what_triton_serves(
+    objects: list[Manifest],
+) -> None:
+    """``models-pull`` runs ``modstream models pull`` from the service image into the served
+    volume; Triton reads the pull's ``current`` link there; the location and version come from
+    ConfigMap modstream-models, the object-store keys from an optional Secret (never a value);
+    the variables it sets are settings ``modstream models pull`` reads."""
+    spec, server = _triton(objects)
+    (pull,) = spec["initContainers"]
+    assert pull["image"].startswith("modstream:")
+    assert pull["args"][:3] == ["models", "pull", "$(MODELS_LOCATION)"]
+    into = next(a.split("=", 1)[1] for a in pull["args"] if a.startswith("--into="))
+    assert f"--model-repository={into}/current" in server["args"]
+    assert "--version=$(MODELS_VERSION)" in pull["args"]
+    config = _one(objects, "ConfigMap", "modstream-models")["data"]
+    assert config["MODELS_LOCATION"].startswith("s3://")
+    assert "MODELS_VERSION" in config
+    for item in pull["env"]:
+        if "valueFrom" in item:
+            ref = item["valueFrom"]["secretKeyRef"]
+            assert (ref["name"], ref["optional"]) == ("modstream-object-store", True)
+    keys = [k for k in config if k.startswith("MODSTREAM_")] + [
+        i["name"] for i in pull["env"] if i["name"].startswith("MODSTREAM_")
+    ]
+    assert keys
+    for key in keys:
+        assert _names_a_setting(ModelStoreSettings, key), key
+
+
+def test_only_the_gpu_overlay_serves_the_gpu_configs(overlay: str, objects: list[Manifest]) -> None:
+    """gpu: Triton runs with ``--model-config-name=gpu`` (each model's configs/gpu.pbtxt, which
+    the repository ships for every model it names); cpu: the default config.pbtxt."""
+    _, server = _triton(objects)
+    configs = [a for a in server["args"] if a.startswith("--model-config-name")]
+    if overlay == "gpu":
+        assert configs == ["--model-config-name=gpu"]
+        assert list((project_root() / "model_repository").glob("*/configs/gpu.pbtxt"))
+    else:
+        assert configs == []
 
 
 def test_only_the_gpu_overlay_asks_for_a_gpu(overlay: str, objects: list[Manifest]) -> None:

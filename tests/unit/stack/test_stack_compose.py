@@ -81,13 +81,14 @@ def test_the_gpu_triton_reserves_a_gpu_and_both_serve_the_same_repository(
     compose: dict[str, Any],
 ) -> None:
     """The gpu profile's Triton asks for an NVIDIA GPU; the cpu one asks for none and serves
-    the same model repository with the same command."""
+    the same model repository with the same command, less the GPU configs' selection
+    (``--model-config-name=gpu``: model_repository/*/configs/gpu.pbtxt)."""
     gpu, cpu = compose["services"]["triton"], compose["services"]["triton-cpu"]
     devices = gpu["deploy"]["resources"]["reservations"]["devices"]
     assert any(d["driver"] == "nvidia" and "gpu" in d["capabilities"] for d in devices)
     assert "deploy" not in cpu
     assert cpu["volumes"] == gpu["volumes"] == ["./model_repository:/models:ro"]
-    assert cpu["command"] == gpu["command"]
+    assert [*cpu["command"], "--model-config-name=gpu"] == gpu["command"]
 
 
 _LOGINS = {
