@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +30,7 @@ from common.settings import project_root
 from modelhost.pbtxt import PbtxtError, read_model_config
 from modelhost.python_backend import served_versions
 from stack.errors import NoModelsError, ToolMissingError
-from stack.service import LocalService
+from stack.inference_server import InferenceServer
 from stack.settings import StackSettings
 
 __all__ = [
@@ -47,7 +45,6 @@ __all__ = [
 MLSERVER_VENV = project_root() / ".venv-mlserver"
 """MLServer's virtual environment (made by ``scripts/bootstrap.sh``)."""
 RUNTIME = "modelhost.mlserver_runtime.TritonPythonRuntime"
-_PROBE_TIMEOUT_S = 2.0
 
 
 def text_models(repository: Path) -> dict[str, list[str]]:
@@ -136,7 +133,7 @@ def write_settings(
     return models
 
 
-class MLServerServer(LocalService):
+class MLServerServer(InferenceServer):
     """MLServer over the stack's model repository, on Triton's ports."""
 
     name = "mlserver"
@@ -146,21 +143,6 @@ class MLServerServer(LocalService):
         super().__init__(settings)
         self.venv = venv
         self.settings_dir = self.directory / "settings"
-
-    @property
-    def model_repository(self) -> Path:
-        path = self.settings.model_repository
-        if path.is_absolute() or path.exists():
-            return path.absolute()
-        return project_root() / path
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.settings.triton_grpc_port}"
-
-    @property
-    def http_url(self) -> str:
-        return f"http://127.0.0.1:{self.settings.triton_http_port}"
 
     @property
     def log_path(self) -> Path:
@@ -173,10 +155,6 @@ class MLServerServer(LocalService):
     @property
     def executable(self) -> Path:
         return self.venv / "bin" / "mlserver"
-
-    def ports(self) -> tuple[int, ...]:
-        s = self.settings
-        return (s.triton_http_port, s.triton_grpc_port, s.triton_metrics_port)
 
     def check(self) -> None:
         if not self.executable.is_file():
@@ -213,15 +191,6 @@ class MLServerServer(LocalService):
         env.pop("PYTHONHOME", None)
         env["PATH"] = os.pathsep.join([str(self.venv / "bin"), env.get("PATH", "")])
         return [str(self.executable), "start", str(self.settings_dir)], env
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(  # noqa: S310 (fixed http://127.0.0.1 URL)
-                f"{self.http_url}/v2/health/ready", timeout=_PROBE_TIMEOUT_S
-            ) as response:
-                return int(response.status) == 200
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
 
 
 @contextmanager

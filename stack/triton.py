@@ -20,16 +20,13 @@ import os
 import shutil
 import sys
 import sysconfig
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from common.settings import project_root
 from stack.errors import NoModelsError, ToolMissingError
+from stack.inference_server import InferenceServer
 from stack.process import cmdline
-from stack.service import LocalService
 from stack.settings import StackSettings
 
 __all__ = [
@@ -39,8 +36,6 @@ __all__ = [
     "private_triton",
     "triton_environment",
 ]
-
-_PROBE_TIMEOUT_S = 2.0
 
 
 class TritonDistribution:
@@ -101,7 +96,7 @@ def triton_environment(
     return env
 
 
-class TritonServer(LocalService):
+class TritonServer(InferenceServer):
     """The Triton Inference Server of the local stack (CPU, Python backend)."""
 
     name = "triton"
@@ -112,36 +107,12 @@ class TritonServer(LocalService):
         self.backend_dir = self.directory / "backends"
 
     @property
-    def model_repository(self) -> Path:
-        """The repository served; a relative path is taken from the working folder, or else
-        from the project root (so ``tests/fixtures/model_repository`` works from anywhere).
-        Links are kept, not resolved: ``modstream models pull`` serves ``<dir>/current``, a
-        link it replaces, and Triton must read through it when it loads a model again."""
-        path = self.settings.model_repository
-        if path.is_absolute() or path.exists():
-            return Path(os.path.abspath(path))
-        return Path(os.path.abspath(project_root() / path))
-
-    @property
-    def endpoint(self) -> str:
-        return f"127.0.0.1:{self.settings.triton_grpc_port}"
-
-    @property
-    def http_url(self) -> str:
-        """The HTTP endpoint (health, metadata)."""
-        return f"http://127.0.0.1:{self.settings.triton_http_port}"
-
-    @property
     def log_path(self) -> Path:
         return self.directory / "triton.log"
 
     @property
     def marker(self) -> str:
         return f"--backend-directory={self.backend_dir}"
-
-    def ports(self) -> tuple[int, ...]:
-        s = self.settings
-        return (s.triton_http_port, s.triton_grpc_port, s.triton_metrics_port)
 
     def check(self) -> None:
         """Refuse an empty model repository and a missing ``nvidia-pytriton`` up front."""
@@ -200,15 +171,6 @@ class TritonServer(LocalService):
             dist, os.environ, Path(sys.prefix), str(libdir) if libdir else None
         )
         return argv, env
-
-    def healthy(self) -> bool:
-        try:
-            with urllib.request.urlopen(  # noqa: S310 (fixed http://127.0.0.1 URL)
-                f"{self.http_url}/v2/health/ready", timeout=_PROBE_TIMEOUT_S
-            ) as response:
-                return int(response.status) == 200
-        except (urllib.error.URLError, OSError, ValueError):
-            return False
 
 
 @contextmanager
