@@ -72,7 +72,7 @@ from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from stack import private_triton
 from stack.samples import SampleRecord, load_texts, produce
-from stack.settings import StackSettings
+from stack.settings import StackSettings, StackToolSettings
 from worker.settings import WorkerSettings
 from worker.stores.database import Database
 from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
@@ -449,7 +449,7 @@ async def main(args: argparse.Namespace) -> None:
         settings,
         records,
         f"bench.{run}.inprocess",
-        env=_inprocess(StackSettings().model_repository),
+        env=_inprocess(StackToolSettings().stack.model_repository),
     )
     print(f"(i) in-process: {fixture_inprocess.describe()} ({args.messages} messages, no Triton)")
     if args.naive_messages > 0:
