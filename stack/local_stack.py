@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from stack.errors import StackError
+from stack.inference_server import InferenceServer
 from stack.kafka import KafkaServer
 from stack.mlserver import MLServerServer
 from stack.postgres import PostgresServer
@@ -39,7 +40,15 @@ class LocalStack:
     def __init__(self, settings: StackToolSettings) -> None:
         self.settings = settings
         stack = settings.stack
-        server = MLServerServer if stack.inference_server == "mlserver" else TritonServer
+        servers: dict[str, type[InferenceServer]] = {
+            "triton": TritonServer,
+            "mlserver": MLServerServer,
+        }
+        server = servers.pop(stack.inference_server)
+        (other,) = servers.values()
+        self._idle_server: LocalService = other(stack)
+        """The model server not chosen: ``down`` stops it too, in case it was started before
+        ``inference_server`` changed (it holds the same ports)."""
         self.services: dict[str, LocalService] = {
             "postgres": PostgresServer(stack),
             "kafka": KafkaServer(stack),
@@ -76,7 +85,10 @@ class LocalStack:
 
     def down(self, only: Iterable[str] | None = None) -> list[str]:
         """Stop our processes (reverse start order); returns the names actually stopped."""
-        return [service.name for service in reversed(self.select(only)) if service.stop()]
+        chosen = list(reversed(self.select(only)))
+        if self.services["triton"] in chosen:
+            chosen.insert(chosen.index(self.services["triton"]) + 1, self._idle_server)
+        return [service.name for service in chosen if service.stop()]
 
     def status(self, only: Iterable[str] | None = None) -> list[ServiceStatus]:
         """Each service's status, probed now."""

@@ -9,7 +9,7 @@ import pytest
 
 from common.settings import project_root
 from stack.errors import NoModelsError
-from stack.mlserver import RUNTIME, text_models, write_settings
+from stack.mlserver import RUNTIME, MLServerServer, text_models, write_settings
 
 FIXTURE = project_root() / "tests" / "fixtures" / "model_repository"
 
@@ -55,3 +55,23 @@ def test_only_python_models_with_one_text_input_are_served(tmp_path: Path) -> No
     assert text_models(tmp_path) == {}
     with pytest.raises(NoModelsError):
         write_settings(tmp_path, tmp_path / "settings", (1, 2, 3))
+
+
+def test_down_stops_whichever_model_server_holds_the_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With MLServer chosen, ``down`` stops it and also a Triton of ours started before the
+    setting changed (they share the ports); ``status`` names only the chosen one."""
+    from stack.local_stack import LocalStack
+    from stack.settings import StackSettings, StackToolSettings
+    from stack.triton import TritonServer
+
+    stopped: list[str] = []
+    for cls in (MLServerServer, TritonServer):
+        monkeypatch.setattr(cls, "stop", lambda self: stopped.append(self.name) or True)
+    stack = LocalStack(
+        StackToolSettings(stack=StackSettings(state_dir=tmp_path, inference_server="mlserver"))
+    )
+    assert isinstance(stack.services["triton"], MLServerServer)
+    assert stack.down(["triton"]) == ["mlserver", "triton"]
+    assert stopped == ["mlserver", "triton"]
