@@ -137,6 +137,7 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
             ("rollup_sender_flags_daily", _BEFORE_DAY.format(column="day")),
             ("rollup_severe_harm_daily", _BEFORE_DAY.format(column="day")),
             ("rollup_model_agreement_hourly", "hour < $1"),
+            ("rollup_review_latency_hourly", "hour < $1"),
         )
     ),
     # The shadow model's verdicts go with the live verdicts they shadow.

@@ -138,6 +138,15 @@ _RAW = {
         GROUP BY 1, 2, 3""",
 }
 
+_RAW_REVIEW_TIMES = """
+    SELECT COALESCE(category, 'none') AS category, count(*) AS decided,
+           percentile_disc(0.5) WITHIN GROUP (ORDER BY decision_s) AS p50_s,
+           percentile_disc(0.95) WITHIN GROUP (ORDER BY decision_s) AS p95_s,
+           max(decision_s) AS max_s
+    FROM (SELECT category, date_part('epoch', resolved_at - created_at) AS decision_s
+          FROM review_items WHERE status = 'resolved' AND resolved_at IS NOT NULL) AS r
+    GROUP BY 1"""
+
 _RAW_LATENCY = """
     SELECT (sent_at AT TIME ZONE 'UTC')::date AS day, decided_by, count(*) AS verdicts,
            percentile_disc(0.5) WITHIN GROUP (
@@ -190,6 +199,16 @@ async def _assert_rollups_match_raw(conn: asyncpg.Connection[Any]) -> None:
             assert row["avg_inference_ms"] is None
         else:
             assert row["avg_inference_ms"] == pytest.approx(truth["avg_inference_ms"], rel=1e-6)
+    exact_times = {r["category"]: r for r in await conn.fetch(_RAW_REVIEW_TIMES)}
+    rolled_times = {
+        r["category"]: r for r in await conn.fetch("SELECT * FROM analytics_review_decision_times")
+    }
+    assert rolled_times.keys() == exact_times.keys()
+    for category, row in rolled_times.items():
+        truth = exact_times[category]
+        assert row["decided"] == truth["decided"], category
+        for column in ("p50_s", "p95_s", "max_s"):
+            _assert_within_bucket(row[column] * 1000, truth[column] * 1000)
 
 
 _COLUMNS = """
