@@ -42,6 +42,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from pipelines import verdict_codec
+
 __all__ = [
     "EVENT_COLUMNS",
     "REVIEW_ITEM_COLUMNS",
@@ -56,30 +58,7 @@ __all__ = [
 ]
 
 VERDICT_COLUMNS: tuple[str, ...] = (
-    "source_topic",
-    "source_partition",
-    "source_offset",
-    "sent_at",
-    "message_id",
-    "group_id",
-    "sender_id",
-    "text_sha256",
-    "decision",
-    "decided_by",
-    "escalated",
-    "category",
-    "priority",
-    "reasons",
-    "rule_hits",
-    "scores",
-    "sentiment_label",
-    "intent_label",
-    "toxicity_label",
-    "model_name",
-    "model_version",
-    "batch_id",
-    "queue_ms",
-    "inference_ms",
+    *verdict_codec.VERDICT_COLUMNS,
     "published",
     "created_at",
     "updated_at",
