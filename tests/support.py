@@ -1,8 +1,13 @@
-"""Test seams shared by the test suites: a throw-away migrated database, an in-memory publisher."""
+"""Test seams shared by the test suites: a throw-away migrated database, an in-memory publisher,
+the ``modstream rescore`` command run as a user runs it."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import secrets
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -14,10 +19,17 @@ import asyncpg
 from pydantic import SecretStr
 
 from admin.migrate import migrate
-from common.settings import ServiceSettings
+from common.settings import ServiceSettings, project_root
 from review.errors import PublishFailedError
+from worker.settings import WorkerSettings
 
-__all__ = ["MemoryPublisher", "stored_verdict_row", "temporary_database", "with_database"]
+__all__ = [
+    "MemoryPublisher",
+    "run_rescore",
+    "stored_verdict_row",
+    "temporary_database",
+    "with_database",
+]
 
 S = TypeVar("S", bound=ServiceSettings)
 
@@ -49,6 +61,30 @@ async def temporary_database(settings: S, prefix: str = "modstream_test") -> Asy
             await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         finally:
             await admin.close()
+
+
+async def run_rescore(settings: WorkerSettings, topic: str) -> subprocess.CompletedProcess[str]:
+    """``modstream rescore --topic topic`` in a process of its own, against the database, Kafka
+    and Triton that ``settings`` name (the command reads them from its environment)."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "MODSTREAM_POSTGRES__DSN": settings.postgres.dsn.get_secret_value(),
+            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+            "MODSTREAM_KAFKA__VERDICT_TOPIC": settings.kafka.verdict_topic,
+            "MODSTREAM_TRITON__GRPC_URL": settings.triton.grpc_url,
+        }
+    )
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", topic],
+        env=env,
+        cwd=project_root(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 class MemoryPublisher:

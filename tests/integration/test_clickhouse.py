@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import re
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -38,7 +35,7 @@ from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from stack.samples import produce, sample_stream
 from tests.integration.conftest import wait_until
-from tests.support import temporary_database
+from tests.support import run_rescore, temporary_database
 from worker.app import Worker
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
@@ -213,25 +210,7 @@ async def _republish_and_rescore(s: WorkerSettings) -> None:
             batch_items=100,
         )
         assert await outbox.relay_all() >= len(pending)
-    env = dict(os.environ)
-    env.update(
-        {
-            "MODSTREAM_POSTGRES__DSN": s.postgres.dsn.get_secret_value(),
-            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": s.kafka.bootstrap_servers,
-            "MODSTREAM_KAFKA__VERDICT_TOPIC": s.kafka.verdict_topic,
-            "MODSTREAM_TRITON__GRPC_URL": s.triton.grpc_url,
-        }
-    )
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", topic],
-        env=env,
-        cwd=project_root(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = await run_rescore(s, topic)
     assert run.returncode == 0, run.stderr[-2000:]
     assert f"rescored={len(pending)}" in run.stdout
 

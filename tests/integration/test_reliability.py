@@ -5,10 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
-import os
 import random
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,12 +16,12 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from pydantic import SecretStr
 
-from common.settings import project_root
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from tests.chaos.harness import ChaosEnv, Ledger, good_record
+from tests.support import run_rescore
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
@@ -124,25 +121,7 @@ async def test_rescore_command_updates_pending_verdicts_in_place(
     texts = ["what a lovely day", "buy cheap followers now", "see you tomorrow"]
     verdicts = [_pending_verdict(topic, 100 + i, t) for i, t in enumerate(texts)]
     await _store(s, verdicts, texts)
-    env = dict(os.environ)
-    env.update(
-        {
-            "MODSTREAM_POSTGRES__DSN": s.postgres.dsn.get_secret_value(),
-            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": s.kafka.bootstrap_servers,
-            "MODSTREAM_KAFKA__VERDICT_TOPIC": s.kafka.verdict_topic,
-            "MODSTREAM_TRITON__GRPC_URL": s.triton.grpc_url,
-        }
-    )
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", topic],
-        env=env,
-        cwd=project_root(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = await run_rescore(s, topic)
     assert run.returncode == 0, run.stderr[-2000:]
     assert "rescored=3" in run.stdout
     conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())

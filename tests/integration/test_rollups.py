@@ -14,10 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import math
-import os
 import random
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -44,7 +41,7 @@ from review.schemas import Action, Role, User
 from review.settings import ReviewServiceSettings
 from stack.samples import produce, sample_stream
 from tests.integration.conftest import wait_until
-from tests.support import temporary_database, with_database
+from tests.support import run_rescore, temporary_database, with_database
 from worker.app import Worker
 from worker.settings import WorkerSettings
 from worker.stores.database import Database
@@ -367,25 +364,7 @@ async def _assert_rollups_match_raw_after(
 
 async def _rescore(s: WorkerSettings) -> None:
     """``modstream rescore`` (worker/rescore.py) against the real Triton and Kafka."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "MODSTREAM_POSTGRES__DSN": s.postgres.dsn.get_secret_value(),
-            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": s.kafka.bootstrap_servers,
-            "MODSTREAM_KAFKA__VERDICT_TOPIC": s.kafka.verdict_topic,
-            "MODSTREAM_TRITON__GRPC_URL": s.triton.grpc_url,
-        }
-    )
-    run = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", s.kafka.input_topic],
-        env=env,
-        cwd=project_root(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = await run_rescore(s, s.kafka.input_topic)
     assert run.returncode == 0, run.stderr[-2000:]
 
 
