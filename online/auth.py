@@ -56,6 +56,13 @@ def _refuse(detail: str, code: grpc.StatusCode) -> grpc.RpcMethodHandler[Any, An
     return grpc.unary_unary_rpc_method_handler(abort)
 
 
+# The refusals are made once: the same handler object answers every refused call of a kind
+# (``online.metrics`` wraps a handler once and reuses the wrapper while the object is the same).
+_MISSING = _refuse("missing bearer token", grpc.StatusCode.UNAUTHENTICATED)
+_CANNOT_CHECK = _refuse("cannot check the token now", grpc.StatusCode.UNAVAILABLE)
+_REFUSED = _refuse("token refused", grpc.StatusCode.UNAUTHENTICATED)
+
+
 class TokenAuthInterceptor(aio.ServerInterceptor):
     def __init__(
         self,
@@ -82,14 +89,14 @@ class TokenAuthInterceptor(aio.ServerInterceptor):
             return await continuation(handler_call_details)
         token = bearer_token(handler_call_details.invocation_metadata)
         if token is None:
-            return _refuse("missing bearer token", grpc.StatusCode.UNAUTHENTICATED)
+            return _MISSING
         try:
             accepted = await self._accepts(token)
         except _LookupFailed:
-            return _refuse("cannot check the token now", grpc.StatusCode.UNAVAILABLE)
+            return _CANNOT_CHECK
         if not accepted:
             _log.warning("online_token_refused", method=method)
-            return _refuse("token refused", grpc.StatusCode.UNAUTHENTICATED)
+            return _REFUSED
         return await continuation(handler_call_details)
 
     async def _accepts(self, token: str) -> bool:
