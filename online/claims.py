@@ -1,44 +1,42 @@
-"""Online source coordinates: one offset per ``message_id``, and the verdict stored there.
+"""Online source coordinates: offsets for new checks, and the claims of message ids stored before.
 
 ``online_messages`` (migration 0040) maps a message id to the offset its verdict row has in
 ``verdicts`` (source_topic ``online``, partition 0, offset from the sequence ``online_offsets``).
-The first call claims it; every later call, concurrent or not and on any instance, reads the same
-claim, so all of them address the same row, whose insert is idempotent.
+A claim is stored by the statement that stores its verdict (``online.claimed_writes``), so a claim
+always has its row and a row its claim. This module gives a new check its coordinates before the
+verdict exists, and answers where the verdict of a message id seen before lives:
 
-Concurrent claims are made together (``online.coalesce``): one statement inserts all of them, a
-second reads back the ones claimed before, only when there are any. Ids are inserted in sorted
-order, so two instances claiming overlapping groups cannot deadlock; an id asked for twice in
-one group is claimed once, and its later askers get the claim as not ``fresh``.
+- :meth:`ClaimStore.reserve` hands out offsets from blocks taken from ``online_offsets`` by one
+  statement each (``reserve_block`` at a time): a check costs no round trip here. An offset whose
+  check stores nothing (a repeat that lost to an earlier claim, a failure, a restart) is skipped
+  for good, as a sequence's values are whenever a transaction does not keep them.
+- :meth:`ClaimStore.claimed` reads the stored claims of message ids, and :meth:`ClaimStore.recent`
+  knows, without a query, the claims this process stored or read lately (``recent_items`` of
+  them). A claim never changes once stored, so knowing it is knowing where the one verdict of
+  that message id is; what the row holds is always read from PostgreSQL.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections import OrderedDict, deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from online.coalesce import Coalescer
 from pipelines.messages import SourcePosition
 from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
-__all__ = ["ONLINE_PARTITION", "ONLINE_TOPIC", "Claim", "ClaimStore"]
+__all__ = ["ONLINE_PARTITION", "ONLINE_TOPIC", "Claim", "ClaimStore", "online_position"]
 
 ONLINE_TOPIC = "online"
 """The ``source_topic`` of every online verdict (no Kafka topic bears this name)."""
 ONLINE_PARTITION = 0
 
-_CLAIM = """
-INSERT INTO online_messages (message_id, source_offset, sent_at)
-SELECT m.message_id, nextval('online_offsets'), m.sent_at
-FROM unnest($1::text[], $2::timestamptz[]) WITH ORDINALITY AS m(message_id, sent_at, n)
-ORDER BY m.n
-ON CONFLICT (message_id) DO NOTHING
-RETURNING message_id, source_offset, sent_at
-"""
+_RESERVE = "SELECT nextval('online_offsets') AS source_offset FROM generate_series(1, $1)"
 
-# A conflicting insert waits for the other transaction to end, so this next statement sees it.
-_EXISTING = """
+_CLAIMED = """
 SELECT message_id, source_offset, sent_at FROM online_messages WHERE message_id = ANY($1::text[])
 """
 
@@ -52,62 +50,79 @@ WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 AND sen
 """
 
 
+def online_position(offset: int) -> SourcePosition:
+    """The coordinates of the online verdict at ``offset``."""
+    return SourcePosition(ONLINE_TOPIC, ONLINE_PARTITION, offset)
+
+
 @dataclass(frozen=True, slots=True)
 class Claim:
-    """Where a message's verdict lives; ``fresh`` when this call made the claim."""
+    """Where the verdict of a message id lives: its coordinates and the first call's
+    ``sent_at`` (part of the row's key: ``verdicts`` is partitioned on it)."""
 
     position: SourcePosition
     sent_at: datetime
-    fresh: bool
-
-
-def _claim(row: Any, fresh: bool) -> Claim:
-    position = SourcePosition(ONLINE_TOPIC, ONLINE_PARTITION, int(row["source_offset"]))
-    return Claim(position, row["sent_at"], fresh)
 
 
 class ClaimStore:
-    """Claims message ids and reads their stored verdicts back."""
+    """Offsets for new checks, and the stored claims of message ids."""
 
-    def __init__(self, database: Database, *, max_items: int = 256, max_in_flight: int = 1) -> None:
+    def __init__(
+        self, database: Database, *, reserve_block: int = 256, recent_items: int = 50_000
+    ) -> None:
+        if reserve_block < 1 or recent_items < 1:
+            raise ValueError("reserve_block and recent_items must be >= 1")
         self._database = database
-        self._claims: Coalescer[tuple[str, datetime], Claim] = Coalescer(
-            self.claim_many, max_items=max_items, max_in_flight=max_in_flight
-        )
+        self._block = reserve_block
+        self._free: deque[int] = deque()
+        self._refill = asyncio.Lock()
+        self._recent_items = recent_items
+        self._recent: OrderedDict[str, Claim] = OrderedDict()
 
-    async def claim(self, message_id: str, sent_at: datetime) -> Claim:
-        """The message's coordinates: new ones for a first call, the stored ones otherwise
-        (made together with the other calls' claims of the moment)."""
-        return await self._claims((message_id, sent_at))
+    async def reserve(self) -> SourcePosition:
+        """Coordinates no other check has or will have (``StoreUnavailable`` when a new block
+        is needed and PostgreSQL cannot give one)."""
+        if not self._free:
+            async with self._refill:
+                if not self._free:
+                    self._free.extend(await self._take_block())
+        return online_position(self._free.popleft())
 
-    async def claim_many(self, wanted: Sequence[tuple[str, datetime]]) -> list[Claim]:
-        """The claims of ``(message_id, sent_at)`` pairs, in their order: one insert statement,
-        and one read for the ids claimed before, if any."""
-        first: dict[str, datetime] = {}
-        for message_id, sent_at in wanted:
-            first.setdefault(message_id, sent_at)
-        ids = sorted(first)
-        pool = self._database.pool()
+    async def _take_block(self) -> list[int]:
         try:
-            rows = await pool.fetch(_CLAIM, ids, [first[i] for i in ids])
-            made = {row["message_id"]: _claim(row, True) for row in rows}
-            if len(made) < len(ids):
-                before = [i for i in ids if i not in made]
-                for row in await pool.fetch(_EXISTING, before):
-                    made[row["message_id"]] = _claim(row, False)
+            rows = await self._database.pool().fetch(_RESERVE, self._block)
         except UNAVAILABLE_ERRORS as exc:
-            raise StoreUnavailable(f"claim failed: {type(exc).__name__}") from exc
-        claims: list[Claim] = []
-        answered: set[str] = set()
-        for message_id, _ in wanted:
-            claim = made.get(message_id)
-            if claim is None:  # only if the claim was deleted in between (never by modstream)
-                raise StoreUnavailable("claim vanished; retry")
-            if message_id in answered:
-                claim = Claim(claim.position, claim.sent_at, fresh=False)
-            answered.add(message_id)
-            claims.append(claim)
-        return claims
+            raise StoreUnavailable(f"offset reservation failed: {type(exc).__name__}") from exc
+        return [int(row["source_offset"]) for row in rows]
+
+    def recent(self, message_id: str) -> Claim | None:
+        """The claim of ``message_id`` if this process stored or read it lately (no query)."""
+        return self._recent.get(message_id)
+
+    def remember(self, claims: Iterable[tuple[str, Claim]]) -> None:
+        """Note stored claims (``message_id``, claim); past ``recent_items`` the ones noted
+        longest ago are forgotten."""
+        recent = self._recent
+        for message_id, claim in claims:
+            recent[message_id] = claim
+            recent.move_to_end(message_id)
+        while len(recent) > self._recent_items:
+            recent.popitem(last=False)
+
+    async def claimed(self, message_ids: Sequence[str]) -> dict[str, Claim]:
+        """The stored claims of ``message_ids`` (ids never claimed are left out)."""
+        if not message_ids:
+            return {}
+        try:
+            rows = await self._database.pool().fetch(_CLAIMED, list(message_ids))
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"claim read failed: {type(exc).__name__}") from exc
+        found = {
+            str(r["message_id"]): Claim(online_position(int(r["source_offset"])), r["sent_at"])
+            for r in rows
+        }
+        self.remember(found.items())
+        return found
 
     async def stored_verdict(
         self, position: SourcePosition, sent_at: datetime

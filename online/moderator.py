@@ -1,15 +1,25 @@
 """One online check, from a decoded message to a durable verdict (or the one stored before).
 
 :meth:`OnlineModerator.check` admits the message into the bounded queue (full: ``Overloaded``),
-claims its coordinates (``online.claims``), enriches it with the sender's strikes and runs the
-rule stage exactly as the stream's consume loop does (one canonical text, which the model then
-scores), then hands it to the collector and waits for its durable verdict. A message id seen
-before is answered with the stored verdict: from the call deciding it in this process, from its
-row, or, when its first call vanished without a row, by deciding it again at the same
-coordinates (the insert is idempotent) and reading the row back.
+gives it coordinates of its own (``online.claims``: no round trip), enriches it with the
+sender's strikes and runs the rule stage exactly as the stream's consume loop does (one
+canonical text, which the model then scores), then hands it to the collector and waits for its
+durable verdict. Its message id is claimed by the statement that stores the verdict
+(``online.claimed_writes``).
 
-The claim and the sender's strikes are looked up together with those of the other calls of the
-moment (``online.coalesce``): one query each for a group of calls, not one per call.
+A message id seen before is answered with the stored verdict (``replayed``):
+
+- while a call of this process is deciding it, from that call's verdict;
+- when this process stored or read its claim lately (``ClaimStore.recent``), from its row;
+- otherwise it is decided like a new one, and the write finds the id claimed: the verdict is
+  dropped unstored and the call reads the claim and answers from its row;
+- a claim without a row (a first call that claimed under an earlier version of this service and
+  vanished) is waited for while its first call could still be deciding, then decided again at
+  the claimed coordinates with the first call's ``sent_at`` and read back.
+
+The sender's strikes are looked up together with those of the other calls of the moment
+(``online.coalesce``): one query for a group of calls, not one per call. While the processor's
+writes are failing for PostgreSQL, new checks are refused at once (``StoreDown``).
 
 Time: the caller's deadline bounds everything. The model gets at most ``model_budget_ms`` from
 arrival and never more than the deadline minus ``write_reserve_ms``; past that the message gets
@@ -21,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,7 +40,7 @@ from typing import Protocol
 from online.claims import Claim
 from online.coalesce import Coalescer
 from online.collector import Collector
-from online.errors import Overloaded, StoreDown
+from online.errors import NotDecided, Overloaded, StoreDown
 from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.verdict import Verdict
@@ -40,11 +50,17 @@ from worker.sender_strikes import StrikeCache
 from worker.stores.database import StoreUnavailable
 from worker.work import Work
 
-__all__ = ["Answer", "ClaimReader", "Latency", "OnlineModerator"]
+__all__ = ["Answer", "Claims", "Latency", "OnlineModerator"]
 
 
-class ClaimReader(Protocol):
-    async def claim(self, message_id: str, sent_at: datetime) -> Claim: ...
+class Claims(Protocol):
+    """Coordinates and claims, as the moderator uses them (``online.claims.ClaimStore``)."""
+
+    async def reserve(self) -> SourcePosition: ...
+
+    def recent(self, message_id: str) -> Claim | None: ...
+
+    async def claimed(self, message_ids: Sequence[str]) -> Mapping[str, Claim]: ...
 
     async def stored_verdict(
         self, position: SourcePosition, sent_at: datetime
@@ -71,15 +87,38 @@ class Answer:
     latency: Latency
 
 
+def _observe(future: asyncio.Future[Verdict]) -> None:
+    """Mark an outcome as seen: no repeat may have waited for it."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _forward(source: asyncio.Future[Verdict], target: asyncio.Future[Verdict]) -> None:
+    """Complete ``target`` as ``source`` completes (even once the caller has gone)."""
+
+    def copy(done: asyncio.Future[Verdict]) -> None:
+        if target.done():
+            return
+        if done.cancelled():
+            target.set_exception(NotDecided("the verdict of the first call was abandoned"))
+        elif (error := done.exception()) is not None:
+            target.set_exception(error)
+        else:
+            target.set_result(done.result())
+
+    source.add_done_callback(copy)
+
+
 class OnlineModerator:
     def __init__(
         self,
         *,
         collector: Collector,
-        claims: ClaimReader,
+        claims: Claims,
         rules: RuleStage,
         strikes: StrikeCache | None,
         settings: OnlineSection,
+        store_ok: Callable[[], bool] = lambda: True,
     ) -> None:
         self._collector = collector
         self._claims = claims
@@ -89,8 +128,10 @@ class OnlineModerator:
             self._prefetch_many, max_items=256, max_in_flight=1
         )
         self._settings = settings
+        self._store_ok = store_ok
         self._admitted = 0
         self._deciding: dict[str, asyncio.Future[Verdict]] = {}
+        """Message id -> the verdict its deciding call in this process will get."""
 
     @property
     def admitted(self) -> int:
@@ -118,20 +159,65 @@ class OnlineModerator:
     async def check(self, message: ChatMessage, deadline: float) -> Answer:
         """The durable verdict of ``message`` (admitted by the caller; see the module doc)."""
         started = time.monotonic()
+        try:
+            return await self._check(message, started, deadline)
+        except NotDecided:
+            # Nothing was stored for this call: a repeat of an id claimed elsewhere meanwhile
+            # is answered from the stored row; anything else is the error it is.
+            claim = await self._claimed(message.message_id)
+            if claim is None:
+                raise
+            return await self._replay(message, claim, started, deadline)
+
+    async def _check(self, message: ChatMessage, started: float, deadline: float) -> Answer:
         deciding = self._deciding.get(message.message_id)
         if deciding is not None:
             return _replayed_verdict(await asyncio.shield(deciding), started)
-        try:
-            claim = await self._claims.claim(message.message_id, message.sent_at)
-        except StoreUnavailable as exc:
-            raise StoreDown("PostgreSQL is unavailable") from exc
-        if claim.fresh:
-            return await self._decide(message, claim.position, started, deadline)
-        return await self._replay(message, claim, started, deadline)
+        claim = self._claims.recent(message.message_id)
+        if claim is not None:
+            return await self._replay(message, claim, started, deadline)
+        if not self._store_ok():
+            raise StoreDown("PostgreSQL is unavailable")
+        return await self._decide(message, started, deadline)
 
     async def _decide(
-        self, message: ChatMessage, position: SourcePosition, started: float, deadline: float
+        self, message: ChatMessage, started: float, deadline: float, claim: Claim | None = None
     ) -> Answer:
+        """Decide ``message`` at coordinates of its own, or at ``claim``'s (a stored claim
+        without its row); repeats arriving meanwhile wait for this call's verdict."""
+        message_id = message.message_id
+        outcome: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        outcome.add_done_callback(_observe)
+        outcome.add_done_callback(lambda _: self._forget(message_id, outcome))
+        self._deciding[message_id] = outcome
+        try:
+            if claim is None:
+                position = await self._reserve()
+            else:
+                position = claim.position
+                message = dataclasses.replace(message, sent_at=claim.sent_at)
+            answer, rules_ms = await self._submit(message, position, started, deadline)
+        except BaseException:
+            outcome.set_exception(NotDecided("the first call of this message id stored nothing"))
+            raise
+        _forward(answer, outcome)
+        verdict = await asyncio.shield(answer)
+        return Answer(
+            verdict,
+            replayed=False,
+            latency=Latency(
+                rules_ms=rules_ms,
+                queue_ms=verdict.queue_ms,
+                inference_ms=verdict.inference_ms or 0.0,
+                total_ms=(time.monotonic() - started) * 1000.0,
+            ),
+        )
+
+    async def _submit(
+        self, message: ChatMessage, position: SourcePosition, started: float, deadline: float
+    ) -> tuple[asyncio.Future[Verdict], float]:
+        """Strikes, rules, and the collector: the future of the durable verdict, and the
+        rules' time in milliseconds."""
         if self._strikes is not None:
             if not self._strikes.fresh(message.sender_id):
                 await self._prefetch(message.sender_id)
@@ -145,20 +231,7 @@ class OnlineModerator:
             started + budget.model_budget_ms / 1000.0, deadline - budget.write_reserve_ms / 1000.0
         )
         answer = await self._collector.submit(work, model_deadline)
-        self._deciding[message.message_id] = answer
-        answer.add_done_callback(lambda _: self._forget(message.message_id, answer))
-        verdict = await asyncio.shield(answer)
-        finished = time.monotonic()
-        return Answer(
-            verdict,
-            replayed=False,
-            latency=Latency(
-                rules_ms=(ruled - rules_started) * 1000.0,
-                queue_ms=verdict.queue_ms,
-                inference_ms=verdict.inference_ms or 0.0,
-                total_ms=(finished - started) * 1000.0,
-            ),
-        )
+        return answer, (ruled - rules_started) * 1000.0
 
     async def _prefetch_many(self, sender_ids: Sequence[str]) -> list[None]:
         """Load the strikes of a group of calls' senders (never raises: see ``StrikeCache``)."""
@@ -166,15 +239,16 @@ class OnlineModerator:
             await self._strikes.prefetch(sender_ids)
         return [None] * len(sender_ids)
 
-    def _forget(self, message_id: str, answer: asyncio.Future[Verdict]) -> None:
-        if self._deciding.get(message_id) is answer:
+    def _forget(self, message_id: str, outcome: asyncio.Future[Verdict]) -> None:
+        if self._deciding.get(message_id) is outcome:
             del self._deciding[message_id]
 
     async def _replay(
         self, message: ChatMessage, claim: Claim, started: float, deadline: float
     ) -> Answer:
-        """A message id claimed before: wait for its verdict, or decide it again if its first
-        call left no row within the time that call could have needed."""
+        """A message id claimed before: answer from its row, or, if its first call left the
+        claim without a row within the time that call could have needed, decide it again at
+        the claimed coordinates."""
         s = self._settings
         wait_until = min(
             started + (s.model_budget_ms + s.write_reserve_ms) / 1000.0,
@@ -190,14 +264,24 @@ class OnlineModerator:
             if time.monotonic() >= wait_until:
                 break
             await asyncio.sleep(s.replay_poll_ms / 1000.0)
-        # The first call is gone (crashed, or its write was lost): decide it here, at the same
-        # coordinates and with the first call's sent_at, and answer with whatever row won.
-        again = dataclasses.replace(message, sent_at=claim.sent_at)
-        await self._decide(again, claim.position, started, deadline)
+        # The first call is gone: decide it here, at the claim, and answer with whatever row won.
+        await self._decide(message, started, deadline, claim)
         row = await self._stored(claim)
         if row is None:
             raise StoreDown("the verdict row cannot be read back")
         return _replayed_row(row, started)
+
+    async def _reserve(self) -> SourcePosition:
+        try:
+            return await self._claims.reserve()
+        except StoreUnavailable as exc:
+            raise StoreDown("PostgreSQL is unavailable") from exc
+
+    async def _claimed(self, message_id: str) -> Claim | None:
+        try:
+            return (await self._claims.claimed([message_id])).get(message_id)
+        except StoreUnavailable as exc:
+            raise StoreDown("PostgreSQL is unavailable") from exc
 
     async def _stored(self, claim: Claim) -> Mapping[str, object] | None:
         try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
+from online.claimed_writes import ClaimedWrites
 from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
 from online.collector import Collector
 from online.metrics import ObservedProcessor, OnlineMetrics
@@ -58,11 +59,13 @@ def build_online_parts(
     parts = moderation or build_parts(settings, consumer_group=CONSUMER_GROUP, light_reset=True)
     metrics = OnlineMetrics(parts.metrics.registry)
     answers = PendingAnswers()
+    claims = ClaimStore(parts.database)
     processor = build_processor(
         parts,
         settings,
         acknowledger=answers,
         positions=None,
+        store=ClaimedWrites(parts.database, claims, CONSUMER_GROUP),
         inference=BudgetedInference(parts.inference, metrics.budget_missed("inference")),
     )
     o = settings.online
@@ -78,9 +81,13 @@ def build_online_parts(
         model_usable=lambda: inference.state is not BreakerState.OPEN,
         on_budget_spent=metrics.budget_missed("queued"),
     )
-    claims = ClaimStore(parts.database)
     moderator = OnlineModerator(
-        collector=collector, claims=claims, rules=parts.rules, strikes=parts.strikes, settings=o
+        collector=collector,
+        claims=claims,
+        rules=parts.rules,
+        strikes=parts.strikes,
+        settings=o,
+        store_ok=lambda: processor.store_healthy,
     )
     rel = settings.reliability
     loops: dict[str, Loop] = {

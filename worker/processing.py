@@ -59,7 +59,10 @@ class Inference(Protocol):
 
 
 class BatchStore(Protocol):
-    async def write(self, batch: VerdictBatch) -> None: ...
+    async def write(self, batch: VerdictBatch) -> VerdictBatch | None:
+        """Store ``batch`` atomically; ``None`` when all of it was stored, else what was (a
+        store may leave records out: the online service's leaves out repeats of message ids
+        claimed before, ``online.claimed_writes``)."""
 
 
 class Publisher(RecordPublisher, Protocol):
@@ -155,9 +158,13 @@ class BatchProcessor:
         verdicts = [self._verdict(w, s, started, run) for w, s in zip(works, scores, strict=True)]
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
-        await self._finish(works, verdicts, [])
-        if self._shadow is not None:
+        stored = await self._finish(works, verdicts, [])
+        if self._shadow is not None and stored is not None:
             # Only now, with the live verdicts stored and published: the shadow never delays one.
+            if len(stored) < len(verdicts):  # rows refused, or online repeats left out
+                kept = {v.position for v in stored}
+                works = [w for w in works if w.position in kept]
+                verdicts = [v for v in verdicts if v.position in kept]
             self._shadow.submit(verdicts, [_model_text(w) for w in works])
 
     async def _infer(self, texts: list[str]) -> InferenceResult:
@@ -198,7 +205,8 @@ class BatchProcessor:
 
     async def _finish(
         self, works: list[Work], verdicts: list[Verdict], letters: list[DeadLetter]
-    ) -> None:
+    ) -> list[Verdict] | None:
+        """Store, acknowledge and publish; the verdicts stored (``None``: abandoned)."""
         texts = {w.position: w.message.text for w in works if w.message is not None}
         escalations = [Escalation(v, texts[v.position]) for v in verdicts if v.result.escalate]
         pending = [
@@ -211,7 +219,7 @@ class BatchProcessor:
             stored = await self._writes((works, batch))
         except _Abandoned:
             _log.warning("batch_abandoned", items=len(works))
-            return
+            return None
         durable_at = time.time()
         self._failpoints.hit("after_pg_commit")
         await self._acknowledger.durable(works, stored)
@@ -219,6 +227,7 @@ class BatchProcessor:
         for letter in stored.dead_letters:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
         await self._publishes(stored.verdicts)
+        return stored.verdicts
 
     async def _write_group(
         self, group: Sequence[tuple[list[Work], VerdictBatch]]
@@ -296,13 +305,13 @@ class BatchProcessor:
 
     async def _write_or_isolate(self, batch: VerdictBatch) -> VerdictBatch:
         try:
-            await self._store.write(batch)
+            stored = await self._store.write(batch)
         except StoreError as exc:
             if exc.retriable:
                 raise
             _log.error("sink_rejected_batch", error=str(exc), items=len(batch.verdicts))
             return await self._isolate(batch)
-        return batch
+        return batch if stored is None else stored
 
     async def _isolate(self, batch: VerdictBatch) -> VerdictBatch:
         """Postgres refused the batch: store each verdict alone, dead-letter those it refuses."""
@@ -317,13 +326,14 @@ class BatchProcessor:
                 pending_texts=[p for p in [pending.get(verdict.position)] if p],
             )
             try:
-                await self._store.write(single)
+                stored = await self._store.write(single)
             except StoreError as exc:
                 if exc.retriable:
                     raise
                 letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
             else:
-                kept.append(verdict)
+                if stored is None or stored.verdicts:
+                    kept.append(verdict)
         rest = VerdictBatch([], [], letters, batch.offsets)
         await self._store.write(rest)
         return VerdictBatch(kept, [], letters, batch.offsets)

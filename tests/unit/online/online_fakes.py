@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
+from common.publishing import PublishedMarker
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
 from online.collector import Collector, Processor
@@ -14,10 +16,11 @@ from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import ModelScores
+from pipelines.verdict_codec import VerdictRowKey
 from worker.inference import InferenceResult, InferenceUnavailable
 from worker.metrics import Metrics
 from worker.policy_stage import PolicyStage
-from worker.processing import BatchProcessor
+from worker.processing import BatchProcessor, BatchStore
 from worker.rule_stage import RuleStage
 from worker.stores.database import StoreError
 from worker.stores.verdict_batches import VerdictBatch
@@ -32,6 +35,7 @@ __all__ = [
     "FakeModel",
     "FakePublisher",
     "FakeStore",
+    "Store",
     "make_collector",
     "work",
 ]
@@ -93,9 +97,13 @@ class FakePublisher:
         return None
 
 
+class Store(BatchStore, PublishedMarker[VerdictRowKey], Protocol):
+    """What the processor needs of a store: batch writes, and marks of what was published."""
+
+
 def make_collector(
     model: FakeModel,
-    store: FakeStore,
+    store: Store,
     publisher: FakePublisher,
     *,
     max_items: int = 8,
