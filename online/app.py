@@ -184,8 +184,9 @@ def freeze_startup_objects() -> None:
 
     The rule engine, its word lists and readings, the clients and the generated messages are
     some 300,000 objects that live as long as the process. Left in the oldest generation, each
-    full collection walks all of them, with the event loop stopped: 75-200 ms on the 2-core
-    development box (BENCHMARKS.md, "Online"), enough on its own to put a run's p99 past 50 ms.
+    full collection walks all of them, with the event loop stopped: 188-205 ms measured on the
+    loaded 2-core development box (BENCHMARKS.md, "Online"), enough on its own to put a run's
+    p99 past 50 ms.
     Frozen, a full collection walks only what calls made since. Objects of start-up that are
     dropped later (a reloaded rule set replaces the first one) are still freed by reference
     counting; only reference cycles among them would stay, once, as they were made once.

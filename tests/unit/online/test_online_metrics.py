@@ -171,3 +171,34 @@ async def test_health_checks_are_not_counted_as_moderation_calls() -> None:
     assert not [
         s for m in metrics.calls_total.collect() for s in m.samples if s.name.endswith("_total")
     ]
+
+
+class _Details:
+    """What a server tells an interceptor of a call: its method path."""
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.invocation_metadata: tuple[tuple[str, str], ...] = ()
+
+
+async def test_each_handler_is_wrapped_once_and_its_wrapper_reused() -> None:
+    """Calls answered by the same handler object get the same observing wrapper (no new
+    handler per call); another handler object gets a wrapper of its own."""
+    interceptor = CallMetricsInterceptor(OnlineMetrics(Metrics().registry))
+    first: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_answer)
+    second: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_answer)
+    handlers = {"a": first, "b": second}
+
+    def continuation(name: str) -> Any:
+        async def answer(details: Any) -> Any:
+            return handlers[name]
+
+        return answer
+
+    details = _Details(CHECK)
+    one = await interceptor.intercept_service(continuation("a"), details)  # type: ignore[arg-type]
+    again = await interceptor.intercept_service(continuation("a"), details)  # type: ignore[arg-type]
+    other = await interceptor.intercept_service(continuation("b"), details)  # type: ignore[arg-type]
+    assert one is again
+    assert one is not first
+    assert other is not one
