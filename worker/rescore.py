@@ -9,16 +9,16 @@ itself whenever the model is ready; ``modstream rescore`` (``worker.command``) d
 for every topic.
 
 When the model refuses a page (``InferenceRejected``, e.g. Triton ``INVALID_ARGUMENT``), the page
-is split in halves until the refused texts are found alone. Those rows keep their rules-only
-verdict, are recorded in ``rescore_rejections`` with the reason (never the text) and their text is
-dropped in the same transaction; every other row is re-scored. One bad text never stalls the rest.
+is split in halves until the refused texts are found alone (``worker.refusals``). Those rows
+keep their rules-only verdict, are recorded in ``rescore_rejections`` with the reason (never the
+text) and their text is dropped in the same transaction; every other row is re-scored. One bad
+text never stalls the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -34,6 +34,7 @@ from pipelines.verdict_codec import VerdictRowKey, hits_from_json
 from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
 from worker.policy_stage import CurrentPolicy
+from worker.refusals import score_or_refuse
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
@@ -129,26 +130,14 @@ class Rescorer:
     async def _score(
         self, rows: list[PendingRow]
     ) -> tuple[list[tuple[PendingRow, ModelScores, ModelRun]], list[RescoreRejection]]:
-        """Scores for ``rows``; texts the model refuses are found by halving and set aside.
-
-        ``InferenceUnavailable`` propagates (nothing is applied then)."""
-        try:
-            result = await self._inference.infer([canonicalize(r.text).text for r in rows])
-        except InferenceError as exc:
-            if exc.retriable:
-                raise  # the model is away: nothing is applied, the page waits
-            if len(rows) == 1:
-                (row,) = rows
-                reason = _reason(exc)
-                return [], [RescoreRejection(row.facts.position, row.facts.sent_at, reason)]
-            half = len(rows) // 2
-            left, left_rejected = await self._score(rows[:half])
-            right, right_rejected = await self._score(rows[half:])
-            return [*left, *right], [*left_rejected, *right_rejected]
-        run = ModelRun(
-            result.model_name, result.model_version, str(uuid.uuid4()), result.latency_ms
-        )
-        return [(r, s, run) for r, s in zip(rows, result.scores, strict=True)], []
+        """Scores for ``rows``; texts the model refuses are found by halving and set aside
+        (``worker.refusals``). ``InferenceUnavailable`` propagates (nothing is applied then)."""
+        texts = [canonicalize(r.text).text for r in rows]
+        scored, refused = await score_or_refuse(self._inference, rows, texts)
+        rejected = [
+            RescoreRejection(r.item.facts.position, r.item.facts.sent_at, r.reason) for r in refused
+        ]
+        return [(s.item, s.scores, s.run) for s in scored], rejected
 
     async def rescore_all(
         self, topic: str | None = None, partitions: Sequence[int] | None = None
@@ -188,8 +177,3 @@ class Rescorer:
                     _log.warning("rescore_deferred", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(done.wait(), interval_s)
-
-
-def _reason(exc: InferenceError) -> str:
-    """The refusal's status without the server's message (which may quote the input)."""
-    return str(exc).split(":", 1)[0][:200]
