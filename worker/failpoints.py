@@ -27,6 +27,7 @@ from worker.errors import WorkerError
 __all__ = [
     "FAILPOINT_ACTIONS",
     "FAILPOINT_NAMES",
+    "RESCAN_FAILPOINT_NAMES",
     "FailpointAction",
     "FailpointError",
     "FailpointRaised",
@@ -43,6 +44,10 @@ FAILPOINT_NAMES: tuple[str, ...] = (
 """Where the pipeline checks: a fetch returned records; a record's rules ran; an inference call
 is on the wire; the verdict transaction committed but Kafka offsets are not; verdicts were sent
 to Kafka but not yet marked published."""
+
+RESCAN_FAILPOINT_NAMES: tuple[str, ...] = ("rescan_after_commit",)
+"""Where ``modstream rescan`` checks (armed by the same ``MODSTREAM_FAILPOINT``): a batch's
+changed verdicts and checkpoint committed, the verdicts not yet published."""
 
 FailpointAction = Literal["kill", "raise"]
 FAILPOINT_ACTIONS: tuple[FailpointAction, ...] = get_args(FailpointAction)
@@ -74,7 +79,13 @@ def _parse_action(action: str) -> FailpointAction:
 
 
 class Failpoints:
-    def __init__(self, spec: str | None, *, kill: Callable[[], None] = _kill_self) -> None:
+    def __init__(
+        self,
+        spec: str | None,
+        *,
+        kill: Callable[[], None] = _kill_self,
+        names: tuple[str, ...] = FAILPOINT_NAMES,
+    ) -> None:
         self._name: str | None = None
         self._action: FailpointAction = "kill"
         self._count = 0
@@ -86,8 +97,8 @@ class Failpoints:
                 action, rest = "kill", spec
             self._action = _parse_action(action)
             name, _, count = rest.partition("@")
-            if name not in FAILPOINT_NAMES:
-                raise FailpointError(f"unknown failpoint {name!r}; known: {FAILPOINT_NAMES}")
+            if name not in names:
+                raise FailpointError(f"unknown failpoint {name!r}; known: {names}")
             try:
                 self._count = int(count) if count else 1
             except ValueError as exc:
