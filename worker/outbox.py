@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -34,6 +35,7 @@ class _Store(PublishedMarker[VerdictRowKey], Protocol):
         limit: int,
         topic: str | None = None,
         partitions: Sequence[int] | None = None,
+        rescan_id: uuid.UUID | None = None,
     ) -> list[dict[str, Any]]: ...
 
 
@@ -61,7 +63,10 @@ class VerdictOutbox:
         self._batch_items = batch_items
 
     async def relay_once(
-        self, source_topic: str | None = None, partitions: Sequence[int] | None = None
+        self,
+        source_topic: str | None = None,
+        partitions: Sequence[int] | None = None,
+        rescan_id: uuid.UUID | None = None,
     ) -> int:
         """Publish one page of old unpublished rows and mark them; returns how many.
 
@@ -69,7 +74,7 @@ class VerdictOutbox:
         could not be published and marked (they stay for the next round).
         """
         rows = await self._store.unpublished(
-            self._min_age_s, self._batch_items, source_topic, partitions
+            self._min_age_s, self._batch_items, source_topic, partitions, rescan_id
         )
         if not rows:
             return 0
@@ -82,12 +87,16 @@ class VerdictOutbox:
         return len(rows)
 
     async def relay_all(
-        self, source_topic: str | None = None, partitions: Sequence[int] | None = None
+        self,
+        source_topic: str | None = None,
+        partitions: Sequence[int] | None = None,
+        rescan_id: uuid.UUID | None = None,
     ) -> int:
-        """Relay page after page until nothing old is left unpublished."""
+        """Relay page after page until nothing old is left unpublished (of ``source_topic``,
+        ``partitions``, rescan ``rescan_id``, where given)."""
         total = 0
         while True:
-            n = await self.relay_once(source_topic, partitions)
+            n = await self.relay_once(source_topic, partitions, rescan_id)
             total += n
             if n < self._batch_items:
                 return total

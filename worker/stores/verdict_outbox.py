@@ -7,6 +7,7 @@ still unpublished after a while and sends it again.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +33,7 @@ WHERE NOT published
   AND updated_at < now() - make_interval(secs => $1)
   AND ($2::text IS NULL OR source_topic = $2)
   AND ($3::int[] IS NULL OR source_partition = ANY($3))
+  AND ($5::uuid IS NULL OR rescan_id = $5)
 ORDER BY created_at
 LIMIT $4
 """
@@ -65,8 +67,10 @@ class VerdictOutboxStore:
         limit: int,
         topic: str | None = None,
         partitions: Sequence[int] | None = None,
+        rescan_id: uuid.UUID | None = None,
     ) -> list[dict[str, Any]]:
-        """Verdict rows not marked published for at least ``min_age_s``, oldest first."""
+        """Verdict rows not marked published for at least ``min_age_s``, oldest first (only
+        those rescan ``rescan_id`` changed, when given)."""
         pool = self._database.pool()
         try:
             rows = await pool.fetch(
@@ -75,6 +79,7 @@ class VerdictOutboxStore:
                 topic,
                 list(partitions) if partitions is not None else None,
                 limit,
+                rescan_id,
             )
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable(f"unpublished read failed: {type(exc).__name__}") from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -33,7 +34,9 @@ class FakeStore:
         limit: int,
         topic: str | None = None,
         partitions: Sequence[int] | None = None,
+        rescan_id: uuid.UUID | None = None,
     ) -> list[dict[str, Any]]:
+        assert rescan_id is None  # the live relay never narrows to one rescan
         self.queries.append((min_age_s, limit, topic, list(partitions) if partitions else None))
         done = {(p.partition, p.offset) for p, _ in self.marked}
         left = [r for r in self.rows if (r["source_partition"], r["source_offset"]) not in done]
