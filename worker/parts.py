@@ -14,6 +14,8 @@ owns its parts).
   the Kafka source, the batch processor and its two lanes, and the background loops.
 - :func:`build_processor` is the one way a ``BatchProcessor`` is made; the online service's
   builder (``online.parts``) makes its processor with it, over its own acknowledger.
+- :func:`build_rescan` makes ``modstream rescan``'s (:class:`RescanParts`): the shared parts
+  over the model to rescan with, the topic's history reader and the rescanner.
 
 The model backend is chosen in :func:`_inference` and nowhere else (``inference.backend``):
 the KServe v2 gRPC client (``triton``, the default: Triton or MLServer) or the repository's own
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
@@ -43,7 +46,8 @@ from worker.batcher import Batch
 from worker.consume import drain_partitions
 from worker.consumer_lag import ConsumerLagProbe
 from worker.dispatch import Dispatcher, Lanes
-from worker.failpoints import Failpoints
+from worker.failpoints import RESCAN_FAILPOINT_NAMES, Failpoints
+from worker.history import TopicHistory
 from worker.inference import InferenceClient, InferenceUnavailable
 from worker.inprocess import InProcessModerationClient
 from worker.metrics import Metrics, ReplicaMetrics
@@ -53,6 +57,8 @@ from worker.policy_stage import PolicyStage
 from worker.policy_watch import PolicyWatcher
 from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inference
 from worker.publisher import KafkaPublisher
+from worker.rescan import Rescanner
+from worker.rescan_plan import RescanPlan
 from worker.rescore import Rescorer
 from worker.rollup_refresh import RollupRefresher
 from worker.rule_stage import RuleStage
@@ -70,11 +76,13 @@ from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
 from worker.stores.database import Database
 from worker.stores.pending_texts import PendingTextStore
+from worker.stores.rescans import RescanStore
 from worker.stores.shadow_verdicts import ShadowVerdictStore
 from worker.stores.strikes import StrikeStore
 from worker.stores.verdict_batches import VerdictBatchStore
 from worker.stores.verdict_outbox import VerdictOutboxStore
 from worker.supervisor import Loop, stop_within
+from worker.throttle import TokenBucket
 from worker.triton import TritonModerationClient
 from worker.watchers import watch_breaker
 from worker.work import Work
@@ -82,12 +90,15 @@ from worker.work import Work
 __all__ = [
     "ModerationParts",
     "ModerationSettings",
+    "RescanParts",
     "StreamParts",
     "StreamProcessor",
     "StreamSource",
     "build_parts",
     "build_processor",
+    "build_rescan",
     "build_stream_parts",
+    "stored_rescan",
 ]
 
 _log = get_logger(__name__)
@@ -479,3 +490,75 @@ def _stream_loops(
     if parts.shadow is not None:
         loops["shadow"] = parts.shadow.run
     return loops
+
+
+@dataclass(slots=True)
+class RescanParts:
+    """What ``modstream rescan`` runs. :func:`build_rescan` makes them."""
+
+    moderation: ModerationParts
+    """Over the model the rescan scores with (no shadow, no watches)."""
+    history: TopicHistory
+    rescanner: Rescanner
+
+    async def open(self, stack: AsyncExitStack, *, ready_timeout_s: float) -> None:
+        """Start the shared parts (the model waited for) and the history reader."""
+        await self.moderation.open(stack, ready_timeout_s=None)
+        await self.moderation.inference.wait_ready(ready_timeout_s)
+        await self.history.start()
+        stack.push_async_callback(stop_within, "history", self.history.stop, 1.0)
+
+
+def build_rescan(
+    settings: WorkerSettings,
+    *,
+    model_name: str,
+    model_version: str,
+    rate: float,
+    batch_items: int,
+    topic: str | None = None,
+) -> RescanParts:
+    """The rescan of ``topic`` (default the input topic) with ``model_name`` at
+    ``model_version`` (``""``: the server's latest), reading at most ``rate`` records a second
+    in batches of ``batch_items``; the rules, policy and strikes are the live worker's."""
+    triton = settings.triton.model_copy(
+        update={"model_name": model_name, "model_version": model_version, "shadow_model_name": ""}
+    )
+    scoped = settings.model_copy(update={"triton": triton})
+    parts = build_parts(scoped, consumer_group=settings.kafka.group_id)
+    history = TopicHistory(settings.kafka, topic or settings.kafka.input_topic)
+    rescanner = Rescanner(
+        history=history,
+        store=RescanStore(parts.database),
+        inference=parts.inference,
+        rules=parts.rules,
+        strikes=parts.strikes,
+        policy=parts.policy,
+        publisher=parts.publisher,
+        outbox=parts.outbox,
+        verdict_topic=settings.kafka.verdict_topic,
+        throttle=TokenBucket(rate, burst=max(rate, float(batch_items))),
+        batch_items=batch_items,
+        max_message_bytes=settings.kafka.max_message_bytes,
+        # This rescan's own unpublished rows, however recent: no other process writes them.
+        relay=VerdictOutbox(
+            parts.outbox,
+            parts.publisher,
+            settings.kafka.verdict_topic,
+            min_age_s=0.0,
+            batch_items=settings.reliability.outbox_batch_items,
+        ),
+        failpoints=Failpoints(settings.failpoint, names=RESCAN_FAILPOINT_NAMES),
+    )
+    return RescanParts(moderation=parts, history=history, rescanner=rescanner)
+
+
+async def stored_rescan(settings: WorkerSettings, rescan_id: uuid.UUID) -> RescanPlan | None:
+    """The rescan ``rescan_id`` as last committed (``None``: no such rescan), read before its
+    parts are built, since a resumed rescan scores with the model it was started with."""
+    database = Database(settings.postgres)
+    await database.start()
+    try:
+        return await RescanStore(database).load(rescan_id)
+    finally:
+        await database.stop()

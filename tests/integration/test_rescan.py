@@ -1,0 +1,344 @@
+"""``modstream rescan`` against the real Kafka, PostgreSQL and Triton (fixture versions 1 and 2).
+
+A live worker decides the topic with version 1 of the fixture model; the rescan reads the same
+records back from Kafka and decides them with version 2. The two versions differ by one cue word
+each (``dumb``: version 2 only, ``scum``: version 1 only), so exactly those messages change, in
+``offensive``: ``dumb`` ones become harsher, ``scum`` ones softer. The command runs in its own
+process, as an operator runs it, and is killed once mid-way to prove a resumed rescan applies
+every change exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import asyncpg
+import orjson
+import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+from common.settings import project_root
+from stack.samples import SampleRecord, produce
+from tests.integration.conftest import PARTITIONS, wait_until
+from worker.app import Worker
+from worker.parts import build_parts, build_stream_parts
+from worker.settings import WorkerSettings
+
+pytestmark = pytest.mark.integration
+
+_DUMB = 12
+_SCUM = 9
+_SAME = 30
+_SAME_TEXTS = ("good game everyone {i}", "you idiot {i}", "buy cheap followers, click {i}")
+_GROUPS = 3
+
+
+def _message_id(i: int) -> str:
+    return f"rescan-{i:03d}"
+
+
+def _records() -> list[SampleRecord]:
+    texts = [f"you are so dumb {i}" for i in range(_DUMB)]
+    texts += [f"what scum you are {i}" for i in range(_SCUM)]
+    texts += [_SAME_TEXTS[i % len(_SAME_TEXTS)].format(i=i) for i in range(_SAME)]
+    start = datetime.now(UTC)
+    records = []
+    for i, text in enumerate(texts):
+        document = {
+            "message_id": _message_id(i),
+            "group_id": f"g-{i % _GROUPS}",
+            "sender_id": f"u-{i % 7}",
+            "text": text,
+            "sent_at": (start + timedelta(milliseconds=i)).isoformat(),
+        }
+        records.append(
+            SampleRecord(document["group_id"].encode(), orjson.dumps(document), _message_id(i), "x")
+        )
+    return records
+
+
+_DUMB_IDS = [_message_id(i) for i in range(_DUMB)]
+_SCUM_IDS = [_message_id(i) for i in range(_DUMB, _DUMB + _SCUM)]
+_CHANGED = set(_DUMB_IDS) | set(_SCUM_IDS)
+
+
+async def _fetch(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return list(await conn.fetch(sql, *args))
+    finally:
+        await conn.close()
+
+
+async def _moderate_with_version_1(settings: WorkerSettings, expected: int) -> None:
+    """A live worker deciding the topic with version 1, until every record has a verdict."""
+    live = settings.model_copy(
+        update={"triton": settings.triton.model_copy(update={"model_version": "1"})}
+    )
+    parts = build_stream_parts(
+        live, moderation=build_parts(live, consumer_group=live.kafka.group_id)
+    )
+    stop = asyncio.Event()
+    task = asyncio.create_task(Worker(live, parts).run(stop))
+    dsn = live.postgres.dsn.get_secret_value()
+
+    async def done() -> bool:
+        if task.done():
+            task.result()
+        rows = await _fetch(
+            dsn,
+            "SELECT count(*) AS n FROM verdicts WHERE source_topic = $1 AND published",
+            live.kafka.input_topic,
+        )
+        return int(rows[0]["n"]) >= expected
+
+    await wait_until(done, timeout_s=120)
+    stop.set()
+    await asyncio.wait_for(task, timeout=60)
+
+
+async def _rescan(
+    settings: WorkerSettings, *args: str, failpoint: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``modstream rescan ARGS`` in a process of its own (settings from its environment)."""
+    env = dict(os.environ)
+    env.update(
+        {
+            "MODSTREAM_POSTGRES__DSN": settings.postgres.dsn.get_secret_value(),
+            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
+            "MODSTREAM_KAFKA__INPUT_TOPIC": settings.kafka.input_topic,
+            "MODSTREAM_KAFKA__VERDICT_TOPIC": settings.kafka.verdict_topic,
+            "MODSTREAM_TRITON__GRPC_URL": settings.triton.grpc_url,
+        }
+    )
+    env.pop("MODSTREAM_FAILPOINT", None)
+    if failpoint is not None:
+        env["MODSTREAM_FAILPOINT"] = failpoint
+    return await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "modstream.cli", "rescan", *args],
+        env=env,
+        cwd=project_root(),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _rescan_id(out: str) -> uuid.UUID:
+    match = re.search(r"^rescan_id=([0-9a-f-]{36})$", out, flags=re.MULTILINE)
+    assert match is not None, out
+    return uuid.UUID(match[1])
+
+
+def _final(out: str) -> dict[str, str]:
+    """The command's last line, ``rescan_id=… finished=true apply=… changed=N …``, as a dict."""
+    last = out.strip().splitlines()[-1]
+    return dict(field.split("=", 1) for field in last.split())
+
+
+async def _report(dsn: str, rescan_id: uuid.UUID) -> dict[str, Any]:
+    rows = await _fetch(
+        dsn, "SELECT report::text AS r, finished_at FROM rescans WHERE rescan_id = $1", rescan_id
+    )
+    assert len(rows) == 1
+    report: dict[str, Any] = orjson.loads(rows[0]["r"])
+    report["finished"] = rows[0]["finished_at"] is not None
+    return report
+
+
+async def _verdicts(dsn: str, topic: str) -> dict[str, asyncpg.Record]:
+    rows = await _fetch(
+        dsn,
+        "SELECT message_id, decision, escalated, category, model_version, rescan_id, "
+        "rescanned_at, published FROM verdicts WHERE source_topic = $1",
+        topic,
+    )
+    return {r["message_id"]: r for r in rows}
+
+
+async def _read_topic(bootstrap: str, topic: str) -> list[dict[str, Any]]:
+    """Everything on ``topic`` (created with the suite's partition count) now."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        consumer.assign(partitions)
+        await consumer.seek_to_beginning(*partitions)
+        ends = await consumer.end_offsets(partitions)
+        out: list[dict[str, Any]] = []
+        deadline = asyncio.get_running_loop().time() + 30
+        while asyncio.get_running_loop().time() < deadline:
+            positions = [await consumer.position(tp) for tp in partitions]
+            if all(pos >= ends[tp] for pos, tp in zip(positions, partitions, strict=True)):
+                break
+            for records in (await consumer.getmany(timeout_ms=500)).values():
+                out.extend(orjson.loads(r.value) for r in records)
+        return out
+    finally:
+        await consumer.stop()
+
+
+def _window(before: datetime) -> list[str]:
+    after = datetime.now(UTC) + timedelta(seconds=1)
+    return ["--since", before.isoformat(), "--until", after.isoformat()]
+
+
+async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
+    worker_settings: WorkerSettings,
+) -> None:
+    """A dry run reports the flips by category and direction and changes nothing; ``--group``
+    keeps one group; ``--apply`` killed after its second batch and then resumed updates every
+    changed verdict exactly once, with its provenance, opens the new review items once and
+    publishes the changed verdicts."""
+    s = worker_settings
+    topic = s.kafka.input_topic
+    dsn = s.postgres.dsn.get_secret_value()
+    records = _records()
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    await produce(s.kafka.bootstrap_servers, topic, records)
+    await _moderate_with_version_1(s, len(records))
+    window = _window(before)
+    live = await _verdicts(dsn, topic)
+    assert all(live[m]["decision"] == "allow" for m in _DUMB_IDS)  # version 1: not "dumb"
+    assert all(live[m]["decision"] != "allow" for m in _SCUM_IDS)  # ... but "scum"
+    items_before = await _fetch(
+        dsn, "SELECT message_id FROM review_items WHERE source_topic = $1", topic
+    )
+
+    dry = await _rescan(s, *window, "--model", "moderation:2")
+    assert dry.returncode == 0, dry.stderr
+    dry_id = _rescan_id(dry.stdout)
+    final = _final(dry.stdout)
+    assert final["apply"] == "false"
+    assert int(final["changed"]) == len(_CHANGED)
+    assert int(final["applied"]) == 0
+    report = await _report(dsn, dry_id)
+    assert report["finished"]
+    assert report["read"] == report["window"] == len(records)
+    assert report["compared"] == len(records)
+    assert report["unchanged"] == len(records) - len(_CHANGED)
+    assert set(report["changes"]) == {"offensive"}
+    harsher = sum(n for d, n in report["changes"]["offensive"].items() if d.startswith("allow"))
+    softer = sum(n for d, n in report["changes"]["offensive"].items() if not d.startswith("allow"))
+    assert (harsher, softer) == (_DUMB, _SCUM)
+    examples = {m for ids in report["examples"]["offensive"].values() for m in ids}
+    assert examples
+    assert examples <= _CHANGED
+    assert "offensive" in dry.stdout
+    assert await _verdicts(dsn, topic) == live  # a dry run changes nothing
+    # Not a terminal: JSON progress lines on stderr.
+    progress = [
+        orjson.loads(line) for line in dry.stderr.splitlines() if '"rescan_progress"' in line
+    ]
+    assert progress
+    assert progress[-1]["read"] == len(records)
+
+    grouped = await _rescan(s, *window, "--model", "moderation:2", "--group", "g-0")
+    assert grouped.returncode == 0, grouped.stderr
+    g_report = await _report(dsn, _rescan_id(grouped.stdout))
+    in_group = [i for i in range(len(records)) if i % _GROUPS == 0]
+    assert g_report["other_groups"] == len(records) - len(in_group)
+    assert g_report["compared"] == len(in_group)
+    assert g_report["changed"] == len({_message_id(i) for i in in_group} & _CHANGED)
+
+    # --apply, killed right after its second batch committed (before publishing it).
+    args = (*window, "--model", "moderation:2", "--apply", "--batch", "8")
+    killed = await _rescan(s, *args, failpoint="kill:rescan_after_commit@2")
+    assert killed.returncode == -9, killed.stderr
+    rescan_id = _rescan_id(killed.stdout)
+    partial = await _verdicts(dsn, topic)
+    applied_before = {m for m, r in partial.items() if r["rescan_id"] == rescan_id}
+    assert applied_before
+    assert applied_before < _CHANGED
+    assert not (await _report(dsn, rescan_id))["finished"]
+
+    resumed = await _rescan(s, "--resume", str(rescan_id))
+    assert resumed.returncode == 0, resumed.stderr
+    assert _rescan_id(resumed.stdout) == rescan_id
+    final = _final(resumed.stdout)
+    assert final["apply"] == "true"
+    after = await _verdicts(dsn, topic)
+    applied = {m for m, r in after.items() if r["rescan_id"] == rescan_id}
+    assert applied == _CHANGED
+    report = await _report(dsn, rescan_id)
+    assert report["finished"]
+    # Counted once over both runs: nothing applied (or read) twice.
+    assert report["applied"] == int(final["applied"]) == len(_CHANGED)
+    assert report["changed"] == len(_CHANGED)
+    assert report["read"] == report["compared"] == len(records)
+    for m in _CHANGED:
+        row = after[m]
+        assert row["model_version"] == "2"
+        assert row["rescanned_at"] is not None
+    assert all(after[m]["category"] == "offensive" for m in _DUMB_IDS)
+    assert all(after[m]["category"] is None for m in _SCUM_IDS)  # allowed: no category
+    assert all(after[m]["decision"] != "allow" for m in _DUMB_IDS)
+    assert all(after[m]["decision"] == "allow" for m in _SCUM_IDS)
+    for m, row in after.items():
+        if m not in _CHANGED:
+            assert row == live[m]
+    # Each changed verdict is published (the killed batch's by the resumed run's relay).
+    assert all(after[m]["published"] for m in _CHANGED)
+    published = await _read_topic(s.kafka.bootstrap_servers, s.kafka.verdict_topic)
+    republished = {v["message_id"] for v in published if v.get("model_version") == "2"}
+    assert republished == _CHANGED
+    # Review items: the "dumb" escalations are new, each once; the old ones are kept.
+    items = await _fetch(dsn, "SELECT message_id FROM review_items WHERE source_topic = $1", topic)
+    ids = [r["message_id"] for r in items]
+    assert len(ids) == len(set(ids))
+    escalated_now = {m for m in _DUMB_IDS if after[m]["escalated"]}
+    assert escalated_now <= set(ids)
+    assert {r["message_id"] for r in items_before} <= set(ids)
+
+    # A finished rescan resumed again does nothing more.
+    again = await _rescan(s, "--resume", str(rescan_id))
+    assert again.returncode == 0, again.stderr
+    assert await _verdicts(dsn, topic) == after
+
+
+async def test_records_gone_from_the_topic_are_counted_as_expired(
+    worker_settings: WorkerSettings,
+) -> None:
+    """Verdicts whose records the topic no longer holds (deleted below a new log start) are
+    reported as ``expired``; the records still held are compared as usual."""
+    s = worker_settings
+    topic = s.kafka.input_topic
+    dsn = s.postgres.dsn.get_secret_value()
+    records = _records()
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    await produce(s.kafka.bootstrap_servers, topic, records)
+    await _moderate_with_version_1(s, len(records))
+    window = _window(before)
+    per_partition = await _fetch(
+        dsn,
+        "SELECT source_partition AS p, count(*) AS n FROM verdicts WHERE source_topic = $1 "
+        "GROUP BY 1 ORDER BY 2 DESC",
+        topic,
+    )
+    partition, held = int(per_partition[0]["p"]), int(per_partition[0]["n"])
+    removed = held // 2
+    admin = AIOKafkaAdminClient(bootstrap_servers=s.kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.delete_records({TopicPartition(topic, partition): RecordsToDelete(removed)})
+    finally:
+        await admin.close()
+
+    result = await _rescan(s, *window, "--model", "moderation:2")
+    assert result.returncode == 0, result.stderr
+    final = _final(result.stdout)
+    assert int(final["expired"]) == removed
+    report = await _report(dsn, _rescan_id(result.stdout))
+    assert report["expired"] == removed
+    assert report["read"] == len(records) - removed
+    assert report["compared"] + report["expired"] == len(records)
