@@ -43,6 +43,15 @@ GRANT SELECT, INSERT, UPDATE ON rescan_partitions TO modstream_worker;
 -- rule_hits too: a rescan decides with the rules in use now, which may differ from those of then.
 GRANT UPDATE (rescan_id, rescanned_at, rule_hits) ON verdicts TO modstream_worker;
 
+-- Analysts see a verdict's rescan provenance (new columns go last: CREATE OR REPLACE keeps the
+-- existing ones and their grants).
+CREATE OR REPLACE VIEW analytics_verdicts AS
+SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
+       decision, decided_by, escalated, category, priority, reasons, rule_hits, scores,
+       sentiment_label, intent_label, toxicity_label, model_name, model_version, batch_id,
+       queue_ms, inference_ms, created_at, rescan_id, rescanned_at
+FROM verdicts;
+
 -- Analysts see each rescan and its report through a view, as every other table.
 CREATE VIEW analytics_rescans AS
 SELECT rescan_id, source_topic, group_id, since, until, model_name, model_version, apply,

@@ -188,6 +188,24 @@ async def _read_topic(bootstrap: str, topic: str) -> list[dict[str, Any]]:
         await consumer.stop()
 
 
+def _documented_query() -> str:
+    """The one SQL block of docs/analysts.md's rescan section."""
+    doc = (project_root() / "docs" / "analysts.md").read_text(encoding="utf-8")
+    section = doc.split("## Rescans (history decided again)", 1)[1].split("\n## ", 1)[0]
+    [query] = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
+    return str(query)
+
+
+async def _as_analyst(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
+    conn = await asyncpg.connect(dsn)
+    try:
+        async with conn.transaction():
+            await conn.execute("SET LOCAL ROLE modstream_analyst")
+            return list(await conn.fetch(sql, *args))
+    finally:
+        await conn.close()
+
+
 def _window(before: datetime) -> list[str]:
     after = datetime.now(UTC) + timedelta(seconds=1)
     return ["--since", before.isoformat(), "--until", after.isoformat()]
@@ -299,6 +317,19 @@ async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
     escalated_now = {m for m in _DUMB_IDS if after[m]["escalated"]}
     assert escalated_now <= set(ids)
     assert {r["message_id"] for r in items_before} <= set(ids)
+
+    # Analysts: the documented query shows this rescan's changes, the verdicts their provenance.
+    documented = await _as_analyst(dsn, _documented_query())
+    mine = [r for r in documented if r["rescan_id"] == rescan_id]
+    assert sum(r["messages"] for r in mine) == len(_CHANGED)
+    assert {r["category"] for r in mine} == {"offensive"}
+    provenance = await _as_analyst(
+        dsn,
+        "SELECT count(*) AS n FROM analytics_verdicts WHERE rescan_id = $1 "
+        "AND rescanned_at IS NOT NULL AND model_version = '2'",
+        rescan_id,
+    )
+    assert provenance[0]["n"] == len(_CHANGED)
 
     # A finished rescan resumed again does nothing more.
     again = await _rescan(s, "--resume", str(rescan_id))
