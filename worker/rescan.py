@@ -29,7 +29,7 @@ import asyncio
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from common.logs import get_logger
@@ -60,7 +60,7 @@ from worker.rule_stage import RuleStage
 from worker.stores.database import StoreError
 from worker.stores.review_items import Escalation
 from worker.throttle import TokenBucket
-from worker.verdict_publishing import durable_verdicts, verdict_publishing
+from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
 __all__ = ["Rescanner"]
 
@@ -393,10 +393,6 @@ class Rescanner:
                 pause = min(pause * 2, 10.0)
 
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        try:
-            await self._verdicts_out.publish(
-                durable_verdicts(verdicts, created_at=datetime.now(UTC))
-            )
-        except PublishDeferred as exc:
-            # published = false: the live workers' outbox relay sends them.
-            _log.warning("rescan_publish_deferred", error=str(exc), items=len(verdicts))
+        await publish_just_stored(
+            self._verdicts_out, verdicts, deferred_event="rescan_publish_deferred"
+        )

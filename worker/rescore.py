@@ -20,11 +20,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from common.logs import get_logger
-from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from common.publishing import PublishedMarker, RecordPublisher
 from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleOutcome
@@ -38,7 +37,7 @@ from worker.refusals import score_or_refuse
 from worker.stores.database import StoreError
 from worker.stores.pending_texts import PendingRow, RescoreRejection
 from worker.stores.review_items import Escalation
-from worker.verdict_publishing import durable_verdicts, verdict_publishing
+from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
 __all__ = ["Rescorer"]
 
@@ -152,12 +151,9 @@ class Rescorer:
         return self.rescored - before
 
     async def _publish(self, verdicts: list[Verdict]) -> None:
-        try:
-            await self._verdicts_out.publish(
-                durable_verdicts(verdicts, created_at=datetime.now(UTC))
-            )
-        except PublishDeferred as exc:
-            _log.warning("rescored_publish_deferred", error=str(exc), items=len(verdicts))
+        await publish_just_stored(
+            self._verdicts_out, verdicts, deferred_event="rescored_publish_deferred"
+        )
 
     async def run(
         self,

@@ -9,10 +9,17 @@ marked the same way whoever sends it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from common.publishing import DurableRecord, PublishAfterDurable, PublishedMarker, RecordPublisher
+from common.logs import get_logger
+from common.publishing import (
+    DurableRecord,
+    PublishAfterDurable,
+    PublishDeferred,
+    PublishedMarker,
+    RecordPublisher,
+)
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import (
     VerdictRowKey,
@@ -23,7 +30,9 @@ from pipelines.verdict_codec import (
 )
 from worker.stores.database import StoreError
 
-__all__ = ["durable_rows", "durable_verdicts", "verdict_publishing"]
+__all__ = ["durable_rows", "durable_verdicts", "publish_just_stored", "verdict_publishing"]
+
+_log = get_logger(__name__)
 
 
 def verdict_publishing(
@@ -53,3 +62,14 @@ def durable_verdicts(
 def durable_rows(rows: Sequence[Mapping[str, Any]]) -> list[DurableRecord[VerdictRowKey]]:
     """Verdict rows read back from the outbox as records to publish."""
     return [DurableRecord(row_key(r), *row_kafka_record(r)) for r in rows]
+
+
+async def publish_just_stored(
+    out: PublishAfterDurable[VerdictRowKey], verdicts: Sequence[Verdict], *, deferred_event: str
+) -> None:
+    """Publish verdicts just stored (decided now); when Kafka or the marking fails they stay
+    ``published = false`` for the outbox relay, logged as ``deferred_event``."""
+    try:
+        await out.publish(durable_verdicts(verdicts, created_at=datetime.now(UTC)))
+    except PublishDeferred as exc:
+        _log.warning(deferred_event, error=str(exc), items=len(verdicts))
