@@ -9,7 +9,7 @@ import secrets
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -63,11 +63,17 @@ async def temporary_database(settings: S, prefix: str = "modstream_test") -> Asy
             await admin.close()
 
 
-async def run_rescore(settings: WorkerSettings, topic: str) -> subprocess.CompletedProcess[str]:
-    """``modstream rescore --topic topic`` in a process of its own, against the database, Kafka
-    and Triton that ``settings`` name (the command reads them from its environment)."""
-    env = dict(os.environ)
-    env.update(
+async def run_command(
+    settings: WorkerSettings,
+    *args: str,
+    env: Mapping[str, str | None] | None = None,
+    timeout_s: float = 120.0,
+) -> subprocess.CompletedProcess[str]:
+    """``modstream ARGS`` in a process of its own, against the database, Kafka and Triton that
+    ``settings`` name (the command reads them from its environment); ``env`` adds variables
+    (``None``: removes one)."""
+    environment = dict(os.environ)
+    environment.update(
         {
             "MODSTREAM_POSTGRES__DSN": settings.postgres.dsn.get_secret_value(),
             "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
@@ -75,16 +81,26 @@ async def run_rescore(settings: WorkerSettings, topic: str) -> subprocess.Comple
             "MODSTREAM_TRITON__GRPC_URL": settings.triton.grpc_url,
         }
     )
+    for name, value in (env or {}).items():
+        if value is None:
+            environment.pop(name, None)
+        else:
+            environment[name] = value
     return await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "modstream.cli", "rescore", "--topic", topic],
-        env=env,
+        [sys.executable, "-m", "modstream.cli", *args],
+        env=environment,
         cwd=project_root(),
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout_s,
         check=False,
     )
+
+
+async def run_rescore(settings: WorkerSettings, topic: str) -> subprocess.CompletedProcess[str]:
+    """``modstream rescore --topic topic`` in a process of its own (:func:`run_command`)."""
+    return await run_command(settings, "rescore", "--topic", topic)
 
 
 class MemoryPublisher:

@@ -11,10 +11,8 @@ every change exactly once.
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,9 +23,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-from common.settings import project_root
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import PARTITIONS, wait_until
+from tests.integration.sql_support import documented_query, fetch_as_analyst, fetch_rows
+from tests.support import run_command
 from worker.app import Worker
 from worker.parts import build_parts, build_stream_parts
 from worker.settings import WorkerSettings
@@ -70,14 +69,6 @@ _SCUM_IDS = [_message_id(i) for i in range(_DUMB, _DUMB + _SCUM)]
 _CHANGED = set(_DUMB_IDS) | set(_SCUM_IDS)
 
 
-async def _fetch(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        return list(await conn.fetch(sql, *args))
-    finally:
-        await conn.close()
-
-
 async def _moderate_with_version_1(settings: WorkerSettings, expected: int) -> None:
     """A live worker deciding the topic with version 1, until every record has a verdict."""
     live = settings.model_copy(
@@ -93,7 +84,7 @@ async def _moderate_with_version_1(settings: WorkerSettings, expected: int) -> N
     async def done() -> bool:
         if task.done():
             task.result()
-        rows = await _fetch(
+        rows = await fetch_rows(
             dsn,
             "SELECT count(*) AS n FROM verdicts WHERE source_topic = $1 AND published",
             live.kafka.input_topic,
@@ -109,29 +100,11 @@ async def _rescan(
     settings: WorkerSettings, *args: str, failpoint: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """``modstream rescan ARGS`` in a process of its own (settings from its environment)."""
-    env = dict(os.environ)
-    env.update(
-        {
-            "MODSTREAM_POSTGRES__DSN": settings.postgres.dsn.get_secret_value(),
-            "MODSTREAM_KAFKA__BOOTSTRAP_SERVERS": settings.kafka.bootstrap_servers,
-            "MODSTREAM_KAFKA__INPUT_TOPIC": settings.kafka.input_topic,
-            "MODSTREAM_KAFKA__VERDICT_TOPIC": settings.kafka.verdict_topic,
-            "MODSTREAM_TRITON__GRPC_URL": settings.triton.grpc_url,
-        }
-    )
-    env.pop("MODSTREAM_FAILPOINT", None)
-    if failpoint is not None:
-        env["MODSTREAM_FAILPOINT"] = failpoint
-    return await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "modstream.cli", "rescan", *args],
-        env=env,
-        cwd=project_root(),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    env = {
+        "MODSTREAM_KAFKA__INPUT_TOPIC": settings.kafka.input_topic,
+        "MODSTREAM_FAILPOINT": failpoint,
+    }
+    return await run_command(settings, "rescan", *args, env=env, timeout_s=180)
 
 
 def _rescan_id(out: str) -> uuid.UUID:
@@ -147,7 +120,7 @@ def _final(out: str) -> dict[str, str]:
 
 
 async def _report(dsn: str, rescan_id: uuid.UUID) -> dict[str, Any]:
-    rows = await _fetch(
+    rows = await fetch_rows(
         dsn, "SELECT report::text AS r, finished_at FROM rescans WHERE rescan_id = $1", rescan_id
     )
     assert len(rows) == 1
@@ -157,7 +130,7 @@ async def _report(dsn: str, rescan_id: uuid.UUID) -> dict[str, Any]:
 
 
 async def _verdicts(dsn: str, topic: str) -> dict[str, asyncpg.Record]:
-    rows = await _fetch(
+    rows = await fetch_rows(
         dsn,
         "SELECT message_id, decision, escalated, category, model_version, rescan_id, "
         "rescanned_at, published FROM verdicts WHERE source_topic = $1",
@@ -188,27 +161,15 @@ async def _read_topic(bootstrap: str, topic: str) -> list[dict[str, Any]]:
         await consumer.stop()
 
 
-def _documented_query() -> str:
-    """The one SQL block of docs/analysts.md's rescan section."""
-    doc = (project_root() / "docs" / "analysts.md").read_text(encoding="utf-8")
-    section = doc.split("## Rescans (history decided again)", 1)[1].split("\n## ", 1)[0]
-    [query] = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
-    return str(query)
-
-
-async def _as_analyst(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        async with conn.transaction():
-            await conn.execute("SET LOCAL ROLE modstream_analyst")
-            return list(await conn.fetch(sql, *args))
-    finally:
-        await conn.close()
-
-
-def _window(before: datetime) -> list[str]:
+async def _decided_history(s: WorkerSettings) -> tuple[list[SampleRecord], list[str]]:
+    """The records produced to the input topic and decided by version 1; the ``--since`` /
+    ``--until`` arguments of a window holding all of them."""
+    records = _records()
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+    await _moderate_with_version_1(s, len(records))
     after = datetime.now(UTC) + timedelta(seconds=1)
-    return ["--since", before.isoformat(), "--until", after.isoformat()]
+    return records, ["--since", before.isoformat(), "--until", after.isoformat()]
 
 
 async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
@@ -221,15 +182,11 @@ async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
     s = worker_settings
     topic = s.kafka.input_topic
     dsn = s.postgres.dsn.get_secret_value()
-    records = _records()
-    before = datetime.now(UTC) - timedelta(seconds=1)
-    await produce(s.kafka.bootstrap_servers, topic, records)
-    await _moderate_with_version_1(s, len(records))
-    window = _window(before)
+    records, window = await _decided_history(s)
     live = await _verdicts(dsn, topic)
     assert all(live[m]["decision"] == "allow" for m in _DUMB_IDS)  # version 1: not "dumb"
     assert all(live[m]["decision"] != "allow" for m in _SCUM_IDS)  # ... but "scum"
-    items_before = await _fetch(
+    items_before = await fetch_rows(
         dsn, "SELECT message_id FROM review_items WHERE source_topic = $1", topic
     )
 
@@ -311,7 +268,9 @@ async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
     republished = {v["message_id"] for v in published if v.get("model_version") == "2"}
     assert republished == _CHANGED
     # Review items: the "dumb" escalations are new, each once; the old ones are kept.
-    items = await _fetch(dsn, "SELECT message_id FROM review_items WHERE source_topic = $1", topic)
+    items = await fetch_rows(
+        dsn, "SELECT message_id FROM review_items WHERE source_topic = $1", topic
+    )
     ids = [r["message_id"] for r in items]
     assert len(ids) == len(set(ids))
     escalated_now = {m for m in _DUMB_IDS if after[m]["escalated"]}
@@ -319,11 +278,11 @@ async def test_rescan_reports_then_applies_each_change_once_across_a_crash(
     assert {r["message_id"] for r in items_before} <= set(ids)
 
     # Analysts: the documented query shows this rescan's changes, the verdicts their provenance.
-    documented = await _as_analyst(dsn, _documented_query())
+    documented = await fetch_as_analyst(dsn, documented_query("Rescans (history decided again)"))
     mine = [r for r in documented if r["rescan_id"] == rescan_id]
     assert sum(r["messages"] for r in mine) == len(_CHANGED)
     assert {r["category"] for r in mine} == {"offensive"}
-    provenance = await _as_analyst(
+    provenance = await fetch_as_analyst(
         dsn,
         "SELECT count(*) AS n FROM analytics_verdicts WHERE rescan_id = $1 "
         "AND rescanned_at IS NOT NULL AND model_version = '2'",
@@ -345,12 +304,8 @@ async def test_records_gone_from_the_topic_are_counted_as_expired(
     s = worker_settings
     topic = s.kafka.input_topic
     dsn = s.postgres.dsn.get_secret_value()
-    records = _records()
-    before = datetime.now(UTC) - timedelta(seconds=1)
-    await produce(s.kafka.bootstrap_servers, topic, records)
-    await _moderate_with_version_1(s, len(records))
-    window = _window(before)
-    per_partition = await _fetch(
+    records, window = await _decided_history(s)
+    per_partition = await fetch_rows(
         dsn,
         "SELECT source_partition AS p, count(*) AS n FROM verdicts WHERE source_topic = $1 "
         "GROUP BY 1 ORDER BY 2 DESC",

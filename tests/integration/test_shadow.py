@@ -10,11 +10,9 @@ differing cue word each predicts (``dumb``: version 2 only, ``scum``: version 1 
 from __future__ import annotations
 
 import asyncio
-import re
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import asyncpg
 import orjson
@@ -22,7 +20,6 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
-from common.settings import project_root
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import wait_until
 from tests.integration.online_support import (
@@ -32,6 +29,7 @@ from tests.integration.online_support import (
     request,
     running_service,
 )
+from tests.integration.sql_support import documented_query, fetch_as_analyst, fetch_rows
 from tests.support import temporary_database
 from worker.app import Worker
 from worker.metrics import SHADOW_DROP_REASONS, Metrics
@@ -109,40 +107,14 @@ async def _moderate(settings: WorkerSettings, expected: int) -> Metrics:
     return metrics
 
 
-async def _fetch(dsn: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        return list(await conn.fetch(sql, *args))
-    finally:
-        await conn.close()
-
-
-def _documented_query() -> str:
-    """The one SQL block of docs/analysts.md's shadow section."""
-    doc = (project_root() / "docs" / "analysts.md").read_text(encoding="utf-8")
-    section = doc.split("## Shadow model against live", 1)[1].split("\n## ", 1)[0]
-    [query] = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
-    return str(query)
-
-
-async def _as_analyst(dsn: str, sql: str) -> list[asyncpg.Record]:
-    conn = await asyncpg.connect(dsn)
-    try:
-        async with conn.transaction():
-            await conn.execute("SET LOCAL ROLE modstream_analyst")
-            return list(await conn.fetch(sql))
-    finally:
-        await conn.close()
-
-
 async def _live_bytes(dsn: str, topic: str) -> bytes:
-    rows = await _fetch(
+    rows = await fetch_rows(
         dsn,
         f"SELECT {_LIVE_COLUMNS} FROM verdicts WHERE source_topic = $1 "  # noqa: S608 (constant)
         "ORDER BY source_partition, source_offset",
         topic,
     )
-    escalations = await _fetch(
+    escalations = await fetch_rows(
         dsn,
         "SELECT source_partition, source_offset, category, priority, auto_decision, reasons "
         "FROM review_items WHERE source_topic = $1 ORDER BY source_partition, source_offset",
@@ -227,7 +199,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
         assert await _live_bytes(dsn, topic) == plain
         assert _scored(metrics) == len(records)
 
-        shadow_rows = await _fetch(
+        shadow_rows = await fetch_rows(
             dsn,
             "SELECT model_name, model_version, count(*) AS n FROM shadow_verdicts GROUP BY 1, 2",
         )
@@ -236,7 +208,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
         ]
         live = {
             r["message_id"]: r["decision"]
-            for r in await _fetch(dsn, "SELECT message_id, decision FROM verdicts")
+            for r in await fetch_rows(dsn, "SELECT message_id, decision FROM verdicts")
         }
         dumb = [f"shadow-{i:03d}" for i in range(_DUMB)]
         scum = [f"shadow-{i:03d}" for i in range(_DUMB, _DUMB + _SCUM)]
@@ -247,7 +219,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
         # "scum" messages.
         await _resolve(dsn, dumb[:4], "remove_message")
         await _resolve(dsn, scum[:3], "warn")
-        agreement = await _fetch(
+        agreement = await fetch_rows(
             dsn,
             "SELECT * FROM analytics_shadow_agreement WHERE live_version = '2' "
             "AND shadow_version = '1' ORDER BY category",
@@ -265,7 +237,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
 
         shadow = {
             r["message_id"]: r["decision"]
-            for r in await _fetch(
+            for r in await fetch_rows(
                 dsn,
                 "SELECT v.message_id, s.decision FROM shadow_verdicts s JOIN verdicts v "
                 "USING (source_topic, source_partition, source_offset, sent_at)",
@@ -274,7 +246,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
         assert all(shadow[m] == "allow" for m in dumb)
         assert all(shadow[m] != "allow" for m in scum)
         assert all(shadow[m] == live[m] for m in live if m not in dumb + scum)
-        flips = await _fetch(
+        flips = await fetch_rows(
             dsn,
             "SELECT category, live_decision, shadow_decision, messages, example_message_ids "
             "FROM analytics_shadow_flips WHERE live_decision <> shadow_decision",
@@ -286,7 +258,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
             == expected
         )
         assert all(set(r["example_message_ids"]) <= set(dumb + scum) for r in flips)
-        documented = await _as_analyst(dsn, _documented_query())
+        documented = await fetch_as_analyst(dsn, documented_query("Shadow model against live"))
         assert {(r["category"], r["live_decision"], r["shadow_decision"]) for r in documented} >= {
             ("offensive", live_decision, shadow_decision)
             for live_decision, shadow_decision in expected
@@ -301,7 +273,7 @@ async def test_shadow_changes_no_live_verdict_and_the_view_shows_its_flips(
         assert await _live_bytes(dsn, topic) == plain
         assert _scored(metrics) == 0
         assert _counter(metrics, "unavailable") == len(records)
-        assert (await _fetch(dsn, "SELECT count(*) AS n FROM shadow_verdicts"))[0]["n"] == 0
+        assert (await fetch_rows(dsn, "SELECT count(*) AS n FROM shadow_verdicts"))[0]["n"] == 0
 
 
 async def test_the_online_service_shadows_its_model_batches_too(
@@ -330,11 +302,11 @@ async def test_the_online_service_shadows_its_model_batches_too(
                 await client.close()
 
             async def stored() -> bool:
-                rows = await _fetch(dsn, "SELECT count(*) AS n FROM shadow_verdicts")
+                rows = await fetch_rows(dsn, "SELECT count(*) AS n FROM shadow_verdicts")
                 return int(rows[0]["n"]) == 1
 
             await wait_until(stored, timeout_s=30)
-        [row] = await _fetch(
+        [row] = await fetch_rows(
             dsn, "SELECT source_topic, source_offset, model_version, decision FROM shadow_verdicts"
         )
     assert answer.model_version == "2"
