@@ -137,9 +137,7 @@ class TopicHistory:
             if end is None:
                 continue
             records += [
-                HistoryRecord(tp.partition, r.offset, _timestamp(r), r.key, r.value)
-                for r in batch
-                if r.offset < end
+                HistoryRecord(tp.partition, r.offset, r.value) for r in batch if r.offset < end
             ]
         await self._drop_finished()
         return records
@@ -154,8 +152,3 @@ class TopicHistory:
                 consumer.pause(tp)
                 del self._ends[partition]
                 self.finished.add(partition)
-
-
-def _timestamp(record: Any) -> int | None:
-    timestamp = getattr(record, "timestamp", None)
-    return timestamp if isinstance(timestamp, int) and timestamp >= 0 else None

@@ -40,12 +40,10 @@ class OffsetRange:
 
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
-    """One record read back: where it is, its Kafka timestamp and its bytes."""
+    """One record read back: where it is and its bytes."""
 
     partition: int
     offset: int
-    timestamp_ms: int | None
-    key: bytes | None
     value: bytes | None
 
 
