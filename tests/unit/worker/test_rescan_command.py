@@ -8,8 +8,16 @@ import io
 import pytest
 
 from modstream.cli import main
+from worker import rescan_command
 from worker.rescan_command import ProgressPrinter
 from worker.rescan_report import RescanReport
+
+
+@pytest.fixture(autouse=True)
+def _logging_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command configures structlog for the process; here that would bind later tests'
+    log lines to this test's captured (then closed) stderr."""
+    monkeypatch.setattr(rescan_command, "configure_logging", lambda _level: None)
 
 
 @pytest.mark.parametrize(
