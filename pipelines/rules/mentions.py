@@ -16,7 +16,12 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   评论;
 - a condemnation: *stop saying*, *don't use*, *as an insult*, *it's not ok*, *is it allowed to*;
   别再说, 不要骂;
-- a warning: *psa*, *warning*, *heads up*, *is a scam*, *don't click*; 提醒, 警惕, 别上当, 千万别.
+- a warning: *psa*, *warning*, *heads up*, *is a scam*, *don't click*; 提醒, 警惕, 别上当, 千万别,
+  别信, 是骗子;
+- a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
+  *mod note*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
+- a message received: *got a (weird) dm/message/text/comment*;
+- talk about a word: *the word/term/slur*, *what does … mean*.
 
 Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「…」``, ``『…』`` and
 ``'…'`` when the quote opens at the start of a word and closes at its end (so the apostrophes
@@ -44,7 +49,7 @@ _EN_FRAMES = (
     r"|messaged|messages|texted|spams|spammed|spamming"
     r"|dm'?d|dms|sent|sends|keeps? (?:saying|sending|typing|posting|spamming|writing|calling)"
     r"|kept (?:saying|sending|typing|posting|spamming|writing|calling)"
-    r"|call(?:s|ed|ing)? (?:me|him|her|them|us|people|someone|my \w+))\b[^'\"]{0,30}['\"]",
+    r"|call(?:s|ed|ing)?(?: (?:me|him|her|them|us|people|someone|my \w+))?)\b[^'\"]{0,30}['\"]",
     r"\b(?:stop|quit|don'?t|do not|never|please stop|we don'?t) (?:saying|say|typing|type"
     r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
     r"\bas an? (?:insult|slur|joke|comeback)\b",
@@ -55,11 +60,24 @@ _EN_FRAMES = (
     r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
     r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
+    # a moderator's or a member's rule about it: "mod note: 'kys' jokes are not allowed",
+    # "timed out someone for telling people to 'go die'", "is that against tos?"
+    r"\b(?:not allowed|against (?:the )?(?:rules|tos|guidelines|terms)|we don'?t tolerate"
+    r"|(?:is|are) never (?:ok|okay|fine|acceptable)|mod note|bannable)\b",
+    r"\b(?:timed out|banned|kicked|warned|removed) (?:someone|somebody|a user|a guy|this guy"
+    r"|a member|an account|him|her|them|people)\b",
+    # a message received: "got a message 'i know where you live' from a random"
+    r"\b(?:got|received|get|gets|getting) (?:a |an |this |that |these |some )?(?:weird |creepy "
+    r"|random |anonymous )?(?:message|dm|text|email|comment|reply|whisper|pm|voicemail)s?\b",
+    # talk about a word: "the word 'retard' is used in music", "what does 'simp' mean"
+    r"\bthe (?:word|term|phrase|slur)s?\b|\bwhat does\b.{0,40}\bmean\b",
+    # a condemnation after the fact: "they called my friend a ... and laughed, disgusting"
+    r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b",
 )
 _ZH_FRAMES = (
     r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|喊|叫我|评论)[^\"「『]{0,8}[\"「『]",
     r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
-    r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警",
+    r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警|别信|是骗子|骗子吧|管理员|踢了|禁言",
 )
 _FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
 _NAMED = re2.compile(
@@ -71,12 +89,18 @@ _NAMED = re2.compile(
     r"|(?:^|[:,.!?;]) ?([^:,.!?;]{0,40}(?:广告|链接|短信|消息|私信|网站|电话|客服|红包|兼职"
     r"|刷单|中奖|二维码)[^:,.!?;]{0,20}?)(?:是骗子|是诈骗|是假的|是钓鱼)"
     # what someone was called, in a report: "he called me a retard in voice chat", "他骂我傻逼"
-    r"|\b(?:called|calls|calling|call) (?:me|him|her|them|us|my \w+|people|someone|everyone) "
+    r"|\b(?:called|calls|calling|call) (?:me|him|her|them|us|my \w+|our \w+(?: \w+)?|people|someone"
+    r"|everyone|each other|a user|this guy|a guy) "
     r"(?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
     r"|\b(?:got|get|gets|was|were|been|being|keep getting) called (?:a |an |the )?"
     r"((?:[^\s,.!?;]+ ?){1,3})"
     r"|\bsaid (?:that )?(?:i'?m|i am|i was) (?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
     r"|(?:骂|说)(?:我|他|她|别人|人|我们)(?:是)?(?:个|一个)?([^\s,.!?;]{1,6})"
+    # what someone else said or asked, in a report: "someone in the lobby said gays should die,
+    # reported", "some creep asked me how much for a night, blocked"
+    r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"
+    r"|some \w+)(?: \w+){0,4} (?:said|says|saying|wrote|posted|typed|yelled|asked me|asks me"
+    r"|keeps asking me|kept asking me) (?:that |if |for |to )?([^,.!?;'\"]{1,80})"
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"

@@ -33,15 +33,15 @@ def _keywords_engine(*keywords: str) -> RuleEngine:
 @pytest.mark.parametrize(
     ("text", "rule_id"),
     [
-        ("f u c k you", "en.offensive.profanity"),
-        ("f.u.c.k off", "en.offensive.profanity"),
+        ("f u c k you", "en.offensive.profanity_at_someone"),
+        ("f.u.c.k off", "en.offensive.profanity_at_someone"),
         ("you d-i-c-k-h-e-a-d", "en.offensive.profanity"),
-        ("f\u03c5ck this", "en.offensive.profanity"),  # Greek upsilon
-        ("\U0001d41f\U0001d42e\U0001d41c\U0001d424", "en.offensive.profanity"),
+        ("f\u03c5ck you", "en.offensive.profanity_at_someone"),  # Greek upsilon
+        ("\U0001d41f\U0001d42e\U0001d41c\U0001d424\U0001d41e\U0001d42b", "en.offensive.profanity"),
         ("you a$$hole", "en.offensive.profanity"),
         ("f4gg0t", "en.hate.slur"),
         ("c*nt", "en.offensive.profanity"),
-        ("f\U0001f595ck you", "en.offensive.profanity"),  # emoji as a mask
+        ("f\U0001f595cker", "en.offensive.profanity"),  # emoji as a mask
         ("what a m0r0n", "en.offensive.insult"),
         ("\u50bb \u903c", "zh.offensive.profanity"),  # spaced
         ("\u50bb*\u903c", "zh.offensive.profanity"),  # masked separator

@@ -56,6 +56,18 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ("please stop saying 'retard', it hurts people", "en.offensive.insult", "you retard"),
         ("it's not ok to tell someone to go die", "en.self_harm.incitement", "go die"),
         ("他私信我说“我要弄死你”，已经举报了", "zh.threat.direct", "我要弄死你"),
+        ('mod note: "kys" jokes are not allowed here', "en.self_harm.incitement", "kys"),
+        ("timed out someone for typing 'go die' in chat", "en.self_harm.incitement", "go die"),
+        ("got a weird dm 'i'll stab you' from a random", "en.threat.direct", "i'll stab you"),
+        ("the word 'retard' is used in music", "en.offensive.insult", "you retard"),
+        ('别信"加微信领红包"的消息', "zh.ad.add_contact", "加微信领红包"),
+        (
+            "this guy kept asking me how much for a night, blocked him",
+            "en.sexual.solicitation",
+            "how much for a night",
+        ),
+        ("they called my cousin a chink at the bus stop, disgusting", "en.hate.slur", "you chink"),
+        ("a user in voice said all fags should burn, reported", "en.hate.slur", "fags should burn"),
     ],
 )
 def test_a_quoted_mention_does_not_hit(text: str, rule: str, said: str) -> None:
@@ -69,6 +81,7 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     """Quoting a report does not excuse what the writer says around it."""
     assert "en.offensive.insult" in _ids("he called me 'a moron', well you're a moron too")
     assert "en.threat.direct" in _ids("someone wrote 'whatever', i'll stab you")
+    assert "en.threat.direct" in _ids("the word 'mercy' is not in my vocabulary, i'll stab you")
 
 
 def test_urgent_categories_keep_their_hits_in_mentions() -> None:

@@ -56,7 +56,10 @@ def test_default_profanity_yields_in_a_report_only() -> None:
     assert "zh.offensive.profanity" not in _ids(engine, "有人私信骂我傻逼，怎么举报")
     assert "zh.offensive.profanity" in _ids(engine, "举报你啊傻逼")
     assert "zh.sexual.solicitation" not in _ids(engine, "收到陌生人的裸聊邀请，已经拉黑了")
-    assert "en.offensive.profanity" not in _ids(engine, "someone called me a fucking idiot")
+    assert "en.offensive.profanity_at_someone" in _ids(engine, "you fucking idiot")
+    assert "en.offensive.profanity_at_someone" not in _ids(
+        engine, "someone called me a fucking idiot"
+    )
 
 
 def test_rules_without_the_key_still_hit_in_a_report() -> None:
