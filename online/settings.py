@@ -39,6 +39,9 @@ class OnlineSection(Section):
     the model has no request in flight)."""
     max_in_flight: int = Field(default=4, ge=1)
     """Model batches being inferred or written at once."""
+    publish_every_ms: float = Field(default=20.0, gt=0)
+    """How often the verdicts stored since the last time are published to Kafka, as one
+    publish (callers never wait for it: they are answered once their verdict is durable)."""
     queue_limit: int = Field(default=2_000, ge=1)
     """Messages admitted and not yet answered; one more is refused with RESOURCE_EXHAUSTED."""
     model_budget_ms: float = Field(default=250.0, gt=0)
