@@ -3,10 +3,11 @@
 Each check hands its decoded, rule-evaluated record (the daemon's ``Work``) to :meth:`submit` and
 awaits the returned future. Model work goes to the daemon's ``model`` lane (``worker.dispatch``),
 paced: a batch closes ``max_wait_s`` after the previous one closed, at once if that has passed,
-or when it holds ``max_items`` (``spacing_s``, ``worker.batcher``). Each batch costs the service
-a model call, a write and its share of a publish, about 1 ms of CPU on the development box
-whatever its size, so under load one batch every ``max_wait_s`` carries everything that arrived
-meanwhile, while a message after a quiet spell goes at once (BENCHMARKS.md, "Online"). Rule
+sooner if at the recent arrival rate no other message is due by then, or when it holds
+``max_items`` (``spacing_s``, ``worker.batcher``). Each batch costs the service a model call, a
+write and its share of a publish, about 1 ms of CPU on the development box whatever its size,
+so under load one batch about every ``max_wait_s`` carries everything that arrived meanwhile,
+while at a low rate a message goes at once (BENCHMARKS.md, "Online"). Rule
 blocks, and every message while the circuit breaker is open, go to a ``decided`` lane that
 never waits for the model. Closed batches run through the daemon's own
 ``BatchProcessor`` (infer, decide, one PostgreSQL transaction with escalations and pending texts,

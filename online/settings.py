@@ -34,11 +34,12 @@ class OnlineSection(Section):
     """0 picks a free port (tests)."""
     max_items: int = Field(default=32, ge=1)
     """Messages coalesced into one model request at most."""
-    max_wait_ms: float = Field(default=10.0, gt=0)
-    """The pace of model batches: one closes this long after the previous one closed, or at
-    once when that much time has already passed (or when full). Under load a batch goes every
-    ``max_wait_ms`` with what arrived meanwhile; a message after a quiet spell goes at once;
-    none waits longer than this for its batch to close."""
+    max_wait_ms: float = Field(default=15.0, gt=0)
+    """The pace of model batches: one closes this long after the previous one closed, at once
+    when that much time has already passed, sooner when at the recent arrival rate no other
+    message is due by then, or when full. Under load a batch goes about every ``max_wait_ms``
+    with what arrived meanwhile; at a low rate a message goes at once; none waits longer than
+    this for its batch to close."""
     max_in_flight: int = Field(default=4, ge=1)
     """Model batches being inferred or written at once."""
     publish_every_ms: float = Field(default=20.0, gt=0)

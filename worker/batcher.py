@@ -9,10 +9,12 @@ Those are upper bounds. Two latency rules close a batch earlier:
   put (reason ``target``), time in the queue included.
 
 With ``spacing_s`` a batch also closes as soon as ``spacing_s`` has passed since the previous
-batch closed (reason ``spaced``): at once, with what is queued, when it has already passed. Under
-load one batch goes every ``spacing_s`` whatever the model's pace, so each carries what arrived
-meanwhile; after a quiet spell a lone item goes at once (the online service's model lane,
-``online.collector``, where each batch costs a model call, a write and a publish).
+batch closed (reason ``spaced``): at once, with what is queued, when it has already passed; and
+before that as soon as, at the rate items arrived during the previous batch's cycle, not one
+more item is due by then (reason ``sparse``). Under load one batch goes every ``spacing_s`` or a
+little sooner, carrying what arrived meanwhile; at a low rate, or after a quiet spell, an item
+goes at once instead of waiting for company that is not coming (the online service's model
+lane, ``online.collector``, where each batch costs a model call, a write and a publish).
 
 Producers ``await put(item)``; the input queue is bounded, so a saturated pipeline pushes back on
 the consumer loop instead of growing memory. ``batches()`` yields closed batches; ``flush()``
@@ -46,8 +48,8 @@ class Batch(Generic[T]):
     opened_at: float
     """``time.monotonic()`` when the first item was put."""
     reason: str
-    """Why it closed: ``full``, ``timeout``, ``idle``, ``target``, ``spaced``, ``flush`` or
-    ``close``."""
+    """Why it closed: ``full``, ``timeout``, ``idle``, ``target``, ``spaced``, ``sparse``,
+    ``flush`` or ``close``."""
 
 
 class MicroBatcher(Generic[T]):
@@ -74,6 +76,8 @@ class MicroBatcher(Generic[T]):
         self.spacing_s = spacing_s
         self._closed_at = float("-inf")
         """``time.monotonic()`` when the previous batch closed (for ``spacing_s``)."""
+        self._rate = 0.0
+        """Items per second during the previous batch's cycle (for ``spacing_s``)."""
         self._queue: asyncio.Queue[tuple[float, T] | _Flush | _Close] = asyncio.Queue(
             maxsize=queue_items or 2 * max_items
         )
@@ -109,8 +113,12 @@ class MicroBatcher(Generic[T]):
                     if self._idle is not None and self._idle():
                         reason = "idle"
                         break
-                    if deadline <= time.monotonic():
+                    now = time.monotonic()
+                    if deadline <= now:
                         reason = late_reason  # spacing already passed: no wait at all
+                        break
+                    if late_reason == "spaced" and self._rate * (deadline - now) < 1.0:
+                        reason = "sparse"  # no other item due before the spacing ends
                         break
                     try:
                         async with asyncio.timeout_at(_loop_deadline(deadline)):
@@ -125,7 +133,10 @@ class MicroBatcher(Generic[T]):
                     reason, closing = "close", True
                     break
                 items.append(nxt[1])
-            self._closed_at = time.monotonic()
+            closed_at = time.monotonic()
+            cycle = closed_at - self._closed_at
+            self._rate = len(items) / cycle if cycle > 0 else 0.0
+            self._closed_at = closed_at
             yield Batch(items, opened_at, reason)
 
     def _deadline(self, opened_at: float) -> tuple[float, str]:
