@@ -26,10 +26,9 @@ from grpc_health.v1 import health
 
 from common.api_tokens import TokenReader
 from common.logs import get_logger
-from online.auth import TokenAuthInterceptor
+from online.auth import TokenCheck
 from online.collector import CollectorStats
 from online.errors import OnlineError
-from online.metrics import CallMetricsInterceptor
 from online.parts import OnlineParts, build_online_parts
 from online.server import ModerationServicer, build_server, server_credentials, set_health
 from online.settings import OnlineSettings
@@ -87,11 +86,8 @@ class OnlineService:
             def token_reader() -> TokenReader:
                 return database.pool()
 
-            # Calls are counted before the token check, so refused calls count too.
-            interceptors: list[aio.ServerInterceptor] = [CallMetricsInterceptor(parts.metrics)]
-            if o.require_token:
-                interceptors.append(TokenAuthInterceptor(token_reader, cache_s=o.token_cache_s))
-            server = build_server(servicer, health_servicer, interceptors)
+            tokens = TokenCheck(token_reader, cache_s=o.token_cache_s) if o.require_token else None
+            server = build_server(servicer, health_servicer, parts.metrics, tokens)
             address = f"{o.host}:{o.port}"
             credentials = server_credentials(o)
             if credentials is None:

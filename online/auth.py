@@ -2,34 +2,37 @@
 
 Tokens are ``review_users`` tokens of role ``platform`` (``modstream review add-user chat-server
 --role platform``), looked up by ``common.api_tokens`` (only digests are stored). An accepted
-token is remembered by digest for ``token_cache_s``, so a call costs no query; a disabled user is
-refused once that time has passed. The health and reflection services need no token (probes
-and ``grpcurl list`` come from infrastructure); every other method does, and is refused with
-``UNAUTHENTICATED`` otherwise (``UNAVAILABLE`` while the token cannot be checked). Tokens are
-never logged.
+token is remembered for ``token_cache_s``, so a call costs no query and no hashing (the token as
+sent is the key: the process holds it while the call runs anyway); a disabled user is refused once
+that time has passed. Every ``ModerationService`` call is checked (``online.guard``), and refused
+with ``UNAUTHENTICATED`` when it carries no platform token (``UNAVAILABLE`` while the token cannot
+be checked); the health and reflection services need no token (probes and ``grpcurl list`` come
+from infrastructure). Tokens are never logged.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any
 
 import grpc
-from grpc import aio
 
-from common.api_tokens import TokenReader, digest, find_token_owner
+from common.api_tokens import TokenReader, find_token_owner
 from common.logs import get_logger
-from online.errors import OnlineError
 
-__all__ = ["OPEN_SERVICES", "PLATFORM_ROLE", "TokenAuthInterceptor", "bearer_token"]
+__all__ = ["PLATFORM_ROLE", "Refusal", "TokenCheck", "bearer_token"]
 
 _log = get_logger(__name__)
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
 PLATFORM_ROLE = "platform"
-OPEN_SERVICES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
-"""Method prefixes callable without a token."""
+
+Refusal = tuple[grpc.StatusCode, str]
+"""The status and detail a refused call is answered with."""
+
+_MISSING: Refusal = (grpc.StatusCode.UNAUTHENTICATED, "missing bearer token")
+_CANNOT_CHECK: Refusal = (grpc.StatusCode.UNAVAILABLE, "cannot check the token now")
+_REFUSED: Refusal = (grpc.StatusCode.UNAUTHENTICATED, "token refused")
+_MAX_REMEMBERED = 10_000
 
 
 def bearer_token(metadata: Any) -> str | None:
@@ -43,27 +46,9 @@ def bearer_token(metadata: Any) -> str | None:
     return None
 
 
-class _LookupFailed(OnlineError):
-    """The token could not be checked (PostgreSQL away)."""
+class TokenCheck:
+    """Whether a call's metadata carries an enabled platform token (see the module docstring)."""
 
-    status = grpc.StatusCode.UNAVAILABLE
-
-
-def _refuse(detail: str, code: grpc.StatusCode) -> grpc.RpcMethodHandler[Any, Any]:
-    async def abort(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
-        await context.abort(code, detail)
-
-    return grpc.unary_unary_rpc_method_handler(abort)
-
-
-# The refusals are made once: the same handler object answers every refused call of a kind
-# (``online.metrics`` wraps a handler once and reuses the wrapper while the object is the same).
-_MISSING = _refuse("missing bearer token", grpc.StatusCode.UNAUTHENTICATED)
-_CANNOT_CHECK = _refuse("cannot check the token now", grpc.StatusCode.UNAVAILABLE)
-_REFUSED = _refuse("token refused", grpc.StatusCode.UNAUTHENTICATED)
-
-
-class TokenAuthInterceptor(aio.ServerInterceptor):
     def __init__(
         self,
         reader: Callable[[], TokenReader],
@@ -75,44 +60,25 @@ class TokenAuthInterceptor(aio.ServerInterceptor):
         self._cache_s = cache_s
         self._clock = clock
         self._accepted: dict[str, float] = {}
-        """Digest of an accepted token -> when to look it up again."""
+        """An accepted token -> when to look it up again."""
 
-    async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        method = handler_call_details.method
-        if method.startswith(OPEN_SERVICES):
-            return await continuation(handler_call_details)
-        token = bearer_token(handler_call_details.invocation_metadata)
+    async def refusal(self, metadata: Any, method: str) -> Refusal | None:
+        """``None`` when the call of ``method`` may go on, else how to refuse it."""
+        token = bearer_token(metadata)
         if token is None:
             return _MISSING
-        try:
-            accepted = await self._accepts(token)
-        except _LookupFailed:
-            return _CANNOT_CHECK
-        if not accepted:
-            _log.warning("online_token_refused", method=method)
-            return _REFUSED
-        return await continuation(handler_call_details)
-
-    async def _accepts(self, token: str) -> bool:
-        key = digest(token)
-        now = self._clock()
-        if self._accepted.get(key, -1.0) > now:
-            return True
+        if self._accepted.get(token, -1.0) > self._clock():
+            return None
         try:
             owner = await find_token_owner(self._reader(), token)
         except Exception as exc:  # PostgreSQL away: refuse, never let an unknown token pass
             _log.warning("online_token_lookup_failed", error=type(exc).__name__)
-            raise _LookupFailed("cannot check the token now") from exc
+            return _CANNOT_CHECK
         if owner is None or owner.role != PLATFORM_ROLE:
-            self._accepted.pop(key, None)
-            return False
-        if len(self._accepted) > 10_000:
+            self._accepted.pop(token, None)
+            _log.warning("online_token_refused", method=method)
+            return _REFUSED
+        if len(self._accepted) >= _MAX_REMEMBERED:
             self._accepted.clear()  # simple bound; entries are cheap to look up again
-        self._accepted[key] = now + self._cache_s
-        return True
+        self._accepted[token] = self._clock() + self._cache_s
+        return None

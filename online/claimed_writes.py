@@ -14,6 +14,9 @@ again without them: a repeat's verdict, escalation and pending text are dropped,
 published, and its call is answered from the stored row (``online.moderator``). A verdict decided
 again at its own stored claim (a first call that claimed under an earlier version and vanished)
 is written without a new claim. :meth:`ClaimedWrites.write` returns what was stored.
+
+The same statement carries the published marks of verdicts written before
+(``online.carried_marks``): one round trip per write group, not two.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from typing import Any
 
 import asyncpg
 
+from online.carried_marks import CarriedMarks
 from online.claims import ONLINE_TOPIC, Claim, ClaimStore
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
+from pipelines.verdict_codec import VerdictRowKey
 from worker.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
 from worker.stores.one_statement import one_statement
 from worker.stores.verdict_batches import VerdictBatch, batch_parts
@@ -68,16 +73,34 @@ def _claims_part(verdicts: Sequence[Verdict]) -> tuple[str, list[Any]]:
 class ClaimedWrites:
     """Writes online verdict batches with their claims (the processor's ``BatchStore``)."""
 
-    def __init__(self, database: Database, claims: ClaimStore, consumer_group: str) -> None:
+    def __init__(
+        self,
+        database: Database,
+        claims: ClaimStore,
+        consumer_group: str,
+        marks: CarriedMarks | None = None,
+    ) -> None:
         self._database = database
         self._claims = claims
         self._group = consumer_group
+        self._marks = marks
 
     async def write(self, batch: VerdictBatch) -> VerdictBatch:
         """Store ``batch`` with the claims of its online verdicts, atomically; returns what was
-        stored (repeats of message ids claimed before are left out). Raises like
-        ``VerdictBatchStore.write``: ``StoreUnavailable`` to be retried, ``StoreError`` when
-        PostgreSQL refuses the data."""
+        stored (repeats of message ids claimed before are left out). The published marks
+        queued in ``marks`` ride along (``online.carried_marks``); a write that fails queues
+        them again. Raises like ``VerdictBatchStore.write``: ``StoreUnavailable`` to be retried,
+        ``StoreError`` when PostgreSQL refuses the data."""
+        if self._marks is None:
+            return await self._write(batch, [])
+        marked = self._marks.take()
+        try:
+            return await self._write(batch, marked)
+        except BaseException:
+            self._marks.put_back(marked)
+            raise
+
+    async def _write(self, batch: VerdictBatch, marked: list[VerdictRowKey]) -> VerdictBatch:
         kept = {v.position for v in batch.verdicts}
         kept.update(d.position for d in batch.dead_letters)
         reclaimed: set[SourcePosition] = set()
@@ -88,6 +111,8 @@ class ClaimedWrites:
             parts = batch_parts(part, self._group)
             if claiming:
                 parts.insert(0, _claims_part(claiming))
+            if marked and self._marks is not None:
+                parts.append(self._marks.part(marked))
             if not parts:
                 return part
             sql, args = one_statement(parts)

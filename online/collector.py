@@ -2,9 +2,14 @@
 
 Each check hands its decoded, rule-evaluated record (the daemon's ``Work``) to :meth:`submit` and
 awaits the returned future. Model work goes to the daemon's ``model`` lane (``worker.dispatch``),
-whose batch closes at ``max_items``, after ``max_wait_s``, or at once when the model has no
-request in flight; rule blocks, and every message while the circuit breaker is open, go to a
-``decided`` lane that never waits for the model. Closed batches run through the daemon's own
+paced: a batch closes ``max_wait_s`` after the previous one closed, at once if that has passed,
+sooner if at the recent arrival rate no other message is due by then, or when it holds
+``max_items`` (``spacing_s``, ``worker.batcher``). Each batch costs the service a model call, a
+write and its share of a publish, about 1 ms of CPU on the development box whatever its size,
+so under load one batch about every ``max_wait_s`` carries everything that arrived meanwhile,
+while at a low rate a message goes at once (BENCHMARKS.md, "Online"). Rule
+blocks, and every message while the circuit breaker is open, go to a ``decided`` lane that
+never waits for the model. Closed batches run through the daemon's own
 ``BatchProcessor`` (infer, decide, one PostgreSQL transaction with escalations and pending texts,
 publish after durable), at most ``max_in_flight`` batches per lane at once. A future is answered
 when its verdict row is durable: the processor's acknowledger is ``online.answers``.
@@ -82,6 +87,8 @@ class Collector:
             max_items=max_items,
             max_wait_s=max_wait_s,
             queue_items=queue_items,
+            close_when_idle=False,
+            spacing_s=max_wait_s,
         )
         self._decided: Dispatcher[Work] = Dispatcher(
             "decided",

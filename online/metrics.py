@@ -3,8 +3,8 @@
 
 - ``modstream_online_calls_total{method, code}``: finished calls of ``ModerationService`` by
   gRPC status code (``OK``, ``INVALID_ARGUMENT``, ``UNAUTHENTICATED``, ``RESOURCE_EXHAUSTED`` ...),
-  counted by :class:`CallMetricsInterceptor`, which sits before the token check so refused
-  calls count too;
+  recorded by :class:`MethodCalls` around the token check (``online.guard``), so refused calls
+  count too;
 - ``modstream_online_call_seconds{method}``: their latency, as the server saw it;
 - ``modstream_online_batch_size_items{kind}``: messages per collector batch handed to the
   processor (``model``: one Triton request; ``decided``: rule verdicts and rules-only ones);
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar, cast
+from collections.abc import Callable
+from typing import Any
 
 import grpc
 from grpc import aio
@@ -29,15 +29,11 @@ from online.collector import Processor
 from worker.batcher import Batch
 from worker.work import Work
 
-__all__ = ["CallMetricsInterceptor", "ObservedProcessor", "OnlineMetrics"]
-
-_Req = TypeVar("_Req")
-_Resp = TypeVar("_Resp")
+__all__ = ["MethodCalls", "ObservedProcessor", "OnlineMetrics"]
 
 _CALL_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 """Finer at the low end: a rule verdict answers in a few milliseconds, a model one in tens."""
 _BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128)
-_OBSERVED_PREFIX = "/modstream.v1.ModerationService/"
 
 
 class OnlineMetrics:
@@ -94,76 +90,29 @@ def _status_name(context: aio.ServicerContext[Any, Any], failed: BaseException |
     return grpc.StatusCode.UNKNOWN.name
 
 
-class CallMetricsInterceptor(aio.ServerInterceptor):
-    """Counts and times every unary ``ModerationService`` call, whatever answered it.
+class MethodCalls:
+    """The call metrics of one ``ModerationService`` method, their children bound once: a call
+    costs a histogram observation and a counter increment, no label look-up."""
 
-    The observing wrapper of a handler is made once and reused for every call that handler
-    serves (the service's handlers are fixed objects, and so are the token check's refusals),
-    with the method's metric children bound once: a call costs a dictionary look-up here, not
-    a new handler and a label look-up per metric (see BENCHMARKS.md, "Online").
-    """
+    def __init__(self, metrics: OnlineMetrics, method: str) -> None:
+        self._method = method
+        self._seconds = metrics.call_seconds.labels(method)
+        self._calls_total = metrics.calls_total
+        self._by_code: dict[str, Any] = {}
 
-    _MAX_WRAPPED = 256
-    """Wrapped handlers kept; past this the cache starts over (only unexpected handlers)."""
-
-    def __init__(self, metrics: OnlineMetrics) -> None:
-        self._metrics = metrics
-        self._wrapped: dict[int, tuple[grpc.RpcMethodHandler[Any, Any], Any]] = {}
-        """``id`` of a handler -> (that handler, kept alive so the id stays its own; wrapper)."""
-
-    async def intercept_service(
+    def record(
         self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[_Req, _Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[_Req, _Resp] | None:
-        handler = await continuation(handler_call_details)
-        path = handler_call_details.method
-        if handler is None or handler.unary_unary is None or not path.startswith(_OBSERVED_PREFIX):
-            return handler
-        known = self._wrapped.get(id(handler))
-        if known is not None and known[0] is handler:
-            return cast("grpc.RpcMethodHandler[_Req, _Resp]", known[1])
-        observed = self._observe(path.removeprefix(_OBSERVED_PREFIX), handler)
-        if len(self._wrapped) >= self._MAX_WRAPPED:
-            self._wrapped.clear()
-        self._wrapped[id(handler)] = (handler, observed)
-        return observed
-
-    def _observe(
-        self, method: str, handler: grpc.RpcMethodHandler[_Req, _Resp]
-    ) -> grpc.RpcMethodHandler[_Req, _Resp]:
-        """``handler`` wrapped so that each call is timed and counted by its status code."""
-        # Handlers of an aio server are coroutines; the stubs type them for the sync server.
-        inner = cast(
-            "Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]]", handler.unary_unary
-        )
-        seconds = self._metrics.call_seconds.labels(method)
-        calls_total = self._metrics.calls_total
-        by_code: dict[str, Any] = {}
-
-        async def observed(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
-            started = time.perf_counter()
-            failed: BaseException | None = None
-            try:
-                return await inner(request, context)
-            except BaseException as exc:  # aborts raise; re-raised untouched
-                failed = exc
-                raise
-            finally:
-                seconds.observe(time.perf_counter() - started)
-                code = _status_name(context, failed)
-                counter = by_code.get(code)
-                if counter is None:
-                    counter = by_code[code] = calls_total.labels(method, code)
-                counter.inc()
-
-        return grpc.unary_unary_rpc_method_handler(
-            observed,
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+        context: aio.ServicerContext[Any, Any],
+        started: float,
+        failed: BaseException | None,
+    ) -> None:
+        """A call that began at ``started`` (``time.perf_counter()``) ended, raising ``failed``."""
+        self._seconds.observe(time.perf_counter() - started)
+        code = _status_name(context, failed)
+        counter = self._by_code.get(code)
+        if counter is None:
+            counter = self._by_code[code] = self._calls_total.labels(self._method, code)
+        counter.inc()
 
 
 class ObservedProcessor:

@@ -5,9 +5,10 @@ and the ``online`` name in the verdict store), and its batch processor by
 ``worker.parts.build_processor``, over two seams made for this service: its acknowledger is
 ``online.answers`` (a durable verdict answers its call) and it has no offset tracker (online
 coordinates are claims, ``online.claims``); its model calls go through the caller's budget
-(``online.budget``). What only this service has (claims, the collector, the moderator, its
-background loops over the online rows) is made here; the gRPC server itself is the runner's
-(``online.app``).
+(``online.budget``); it publishes on a clock (``online.paced_publishing``) and its published
+marks ride on its next verdict write (``online.carried_marks``). What only this service has
+(claims, the collector, the moderator, its background loops over the online rows) is made here;
+the gRPC server itself is the runner's (``online.app``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from dataclasses import dataclass
 
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
+from online.carried_marks import CarriedMarks
 from online.claimed_writes import ClaimedWrites
 from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
 from online.collector import Collector
 from online.metrics import ObservedProcessor, OnlineMetrics
 from online.moderator import OnlineModerator
+from online.paced_publishing import PacedPublishing
 from online.settings import OnlineSettings
 from worker.breaker import BreakerState
 from worker.parts import ModerationParts, build_parts, build_processor
@@ -44,8 +47,8 @@ class OnlineParts:
     collector: Collector
     moderator: OnlineModerator
     loops: dict[str, Loop]
-    """The re-scorer and the outbox relay over the online rows, the rule and policy file
-    watches and the shadow scorer."""
+    """The re-scorer and the outbox relay over the online rows, the publishing loop
+    (``online.paced_publishing``), the rule and policy file watches and the shadow scorer."""
 
 
 def _online_partitions() -> Sequence[int]:
@@ -60,13 +63,19 @@ def build_online_parts(
     metrics = OnlineMetrics(parts.metrics.registry)
     answers = PendingAnswers()
     claims = ClaimStore(parts.database)
+    marks = CarriedMarks(parts.outbox)
     processor = build_processor(
         parts,
         settings,
         acknowledger=answers,
         positions=None,
-        store=ClaimedWrites(parts.database, claims, CONSUMER_GROUP),
+        store=ClaimedWrites(parts.database, claims, CONSUMER_GROUP, marks),
         inference=BudgetedInference(parts.inference, metrics.budget_missed("inference")),
+        outbox=marks,
+        publish_every_s=settings.online.publish_every_ms / 1000.0,
+    )
+    publishing = PacedPublishing(
+        processor.publish_stored, marks, every_s=settings.online.publish_every_ms / 1000.0
     )
     o = settings.online
     inference = parts.inference
@@ -97,6 +106,7 @@ def build_online_parts(
         "outbox": lambda done: parts.relay.run(
             done, rel.outbox_interval_s, ONLINE_TOPIC, _online_partitions
         ),
+        "publish": publishing.run,
     }
     if parts.rules_watch is not None:
         loops["rules_watch"] = parts.rules_watch.run

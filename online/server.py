@@ -5,13 +5,13 @@ classes (no generated servicer code). ``grpc.health.v1.Health`` answers ``SERVIN
 empty name and for ``modstream.v1.ModerationService`` only while the model and PostgreSQL are
 reachable (``app`` sets it); reflection lists all three services, so ``grpcurl`` needs no
 ``.proto``. Errors are answered with the status of their ``OnlineError`` type and a detail that
-names codes and fields, never message text.
+names codes and fields, never message text. Each ``ModerationService`` method is recorded and
+behind the token check (``online.guard``); no interceptors.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import grpc
@@ -20,7 +20,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from online.api import moderation_pb2 as pb
+from online.auth import TokenCheck
 from online.errors import InvalidMessage, OnlineError
+from online.guard import Handler, guarded
+from online.metrics import MethodCalls, OnlineMetrics
 from online.moderator import OnlineModerator
 from online.request import message_from_request
 from online.response import check_response
@@ -86,17 +89,23 @@ class ModerationServicer:
             await _abort(context, exc)
         return pb.CheckMessagesResponse(results=[check_response(a) for a in answers])
 
-    def handler(self) -> grpc.GenericRpcHandler:
+    def handler(self, metrics: OnlineMetrics, tokens: TokenCheck | None) -> grpc.GenericRpcHandler:
+        """Both methods, each recorded in ``metrics`` and behind ``tokens`` (``online.guard``;
+        ``None``: no token needed)."""
+
+        def method(name: str, handle: Handler[Any, Any]) -> Handler[Any, Any]:
+            return guarded(handle, MethodCalls(metrics, name), tokens, f"/{SERVICE_NAME}/{name}")
+
         return grpc.method_handlers_generic_handler(
             SERVICE_NAME,
             {
                 "CheckMessage": grpc.unary_unary_rpc_method_handler(
-                    self.check_message,
+                    method("CheckMessage", self.check_message),
                     request_deserializer=pb.CheckMessageRequest.FromString,
                     response_serializer=pb.CheckMessageResponse.SerializeToString,
                 ),
                 "CheckMessages": grpc.unary_unary_rpc_method_handler(
-                    self.check_messages,
+                    method("CheckMessages", self.check_messages),
                     request_deserializer=pb.CheckMessagesRequest.FromString,
                     response_serializer=pb.CheckMessagesResponse.SerializeToString,
                 ),
@@ -121,11 +130,13 @@ def server_credentials(settings: OnlineSection) -> grpc.ServerCredentials | None
 def build_server(
     servicer: ModerationServicer,
     health_servicer: health.aio.HealthServicer,
-    interceptors: Sequence[aio.ServerInterceptor] = (),
+    metrics: OnlineMetrics,
+    tokens: TokenCheck | None,
 ) -> aio.Server:
-    """A server with the moderation, health and reflection services (ports not yet bound)."""
-    server = aio.server(interceptors=list(interceptors))
-    server.add_generic_rpc_handlers((servicer.handler(),))
+    """A server with the moderation, health and reflection services (ports not yet bound);
+    moderation calls are recorded in ``metrics`` and need a token when ``tokens`` is given."""
+    server = aio.server()
+    server.add_generic_rpc_handlers((servicer.handler(metrics, tokens),))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server

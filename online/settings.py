@@ -34,11 +34,17 @@ class OnlineSection(Section):
     """0 picks a free port (tests)."""
     max_items: int = Field(default=32, ge=1)
     """Messages coalesced into one model request at most."""
-    max_wait_ms: float = Field(default=5.0, gt=0)
-    """How long a model batch waits for more messages after its first (it closes sooner when
-    the model has no request in flight)."""
+    max_wait_ms: float = Field(default=15.0, gt=0)
+    """The pace of model batches: one closes this long after the previous one closed, at once
+    when that much time has already passed, sooner when at the recent arrival rate no other
+    message is due by then, or when full. Under load a batch goes about every ``max_wait_ms``
+    with what arrived meanwhile; at a low rate a message goes at once; none waits longer than
+    this for its batch to close."""
     max_in_flight: int = Field(default=4, ge=1)
     """Model batches being inferred or written at once."""
+    publish_every_ms: float = Field(default=20.0, gt=0)
+    """How often the verdicts stored since the last time are published to Kafka, as one
+    publish (callers never wait for it: they are answered once their verdict is durable)."""
     queue_limit: int = Field(default=2_000, ge=1)
     """Messages admitted and not yet answered; one more is refused with RESOURCE_EXHAUSTED."""
     model_budget_ms: float = Field(default=250.0, gt=0)

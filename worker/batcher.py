@@ -8,6 +8,14 @@ Those are upper bounds. Two latency rules close a batch earlier:
 - ``target_latency_s``: a batch closes when its oldest item has waited that long since it was
   put (reason ``target``), time in the queue included.
 
+With ``spacing_s`` a batch also closes as soon as ``spacing_s`` has passed since the previous
+batch closed (reason ``spaced``): at once, with what is queued, when it has already passed; and
+before that as soon as, at the rate items arrived during the previous batch's cycle, not one
+more item is due by then (reason ``sparse``). Under load one batch goes every ``spacing_s`` or a
+little sooner, carrying what arrived meanwhile; at a low rate, or after a quiet spell, an item
+goes at once instead of waiting for company that is not coming (the online service's model
+lane, ``online.collector``, where each batch costs a model call, a write and a publish).
+
 Producers ``await put(item)``; the input queue is bounded, so a saturated pipeline pushes back on
 the consumer loop instead of growing memory. ``batches()`` yields closed batches; ``flush()``
 closes the open batch now (revocation, shutdown) and ``close()`` ends the iteration once drained.
@@ -40,7 +48,8 @@ class Batch(Generic[T]):
     opened_at: float
     """``time.monotonic()`` when the first item was put."""
     reason: str
-    """Why it closed: ``full``, ``timeout``, ``idle``, ``target``, ``flush`` or ``close``."""
+    """Why it closed: ``full``, ``timeout``, ``idle``, ``target``, ``spaced``, ``sparse``,
+    ``flush`` or ``close``."""
 
 
 class MicroBatcher(Generic[T]):
@@ -52,15 +61,23 @@ class MicroBatcher(Generic[T]):
         queue_items: int | None = None,
         target_latency_s: float | None = None,
         idle: Callable[[], bool] | None = None,
+        spacing_s: float | None = None,
     ) -> None:
         if max_items < 1 or max_wait_s <= 0:
             raise ValueError("max_items must be >= 1 and max_wait_s > 0")
         if target_latency_s is not None and target_latency_s <= 0:
             raise ValueError("target_latency_s must be > 0 (or None)")
+        if spacing_s is not None and spacing_s <= 0:
+            raise ValueError("spacing_s must be > 0 (or None)")
         self.max_items = max_items
         self.max_wait_s = max_wait_s
         self.target_latency_s = target_latency_s
         self._idle = idle
+        self.spacing_s = spacing_s
+        self._closed_at = float("-inf")
+        """``time.monotonic()`` when the previous batch closed (for ``spacing_s``)."""
+        self._rate = 0.0
+        """Items per second during the previous batch's cycle (for ``spacing_s``)."""
         self._queue: asyncio.Queue[tuple[float, T] | _Flush | _Close] = asyncio.Queue(
             maxsize=queue_items or 2 * max_items
         )
@@ -96,6 +113,13 @@ class MicroBatcher(Generic[T]):
                     if self._idle is not None and self._idle():
                         reason = "idle"
                         break
+                    now = time.monotonic()
+                    if deadline <= now:
+                        reason = late_reason  # spacing already passed: no wait at all
+                        break
+                    if late_reason == "spaced" and self._rate * (deadline - now) < 1.0:
+                        reason = "sparse"  # no other item due before the spacing ends
+                        break
                     try:
                         async with asyncio.timeout_at(_loop_deadline(deadline)):
                             nxt = await self._queue.get()
@@ -109,15 +133,20 @@ class MicroBatcher(Generic[T]):
                     reason, closing = "close", True
                     break
                 items.append(nxt[1])
+            closed_at = time.monotonic()
+            cycle = closed_at - self._closed_at
+            self._rate = len(items) / cycle if cycle > 0 else 0.0
+            self._closed_at = closed_at
             yield Batch(items, opened_at, reason)
 
     def _deadline(self, opened_at: float) -> tuple[float, str]:
         """When the batch opened at ``opened_at`` must close, and the reason it will give."""
-        timeout = opened_at + self.max_wait_s
-        if self.target_latency_s is None:
-            return timeout, "timeout"
-        target = opened_at + self.target_latency_s
-        return (target, "target") if target < timeout else (timeout, "timeout")
+        deadline, reason = opened_at + self.max_wait_s, "timeout"
+        if self.target_latency_s is not None and opened_at + self.target_latency_s < deadline:
+            deadline, reason = opened_at + self.target_latency_s, "target"
+        if self.spacing_s is not None and self._closed_at + self.spacing_s < deadline:
+            deadline, reason = self._closed_at + self.spacing_s, "spaced"
+        return deadline, reason
 
 
 def _loop_deadline(monotonic_deadline: float) -> float:

@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.logs import get_logger
+from common.publishing import PublishedMarker
 from common.settings import KafkaSettings, PostgresSettings
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import load_policy_file
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
+from pipelines.verdict_codec import VerdictRowKey
 from worker.backpressure import Backpressure
 from worker.batcher import Batch
 from worker.consume import drain_partitions
@@ -302,14 +304,20 @@ def build_processor(
     store: BatchStore | None = None,
     inference: Inference | None = None,
     failpoints: Failpoints | None = None,
+    outbox: PublishedMarker[VerdictRowKey] | None = None,
+    publish_every_s: float | None = None,
 ) -> BatchProcessor:
     """The batch processor over ``parts``: ``acknowledger`` is told of durable batches,
     ``positions`` is the stream's offset tracker (``None`` for a source without offsets);
-    ``inference`` wraps the parts' client where a program bounds it (the online budget)."""
+    ``inference`` wraps the parts' client where a program bounds it (the online budget);
+    ``outbox`` marks what was published where a program marks differently (the online
+    service's marks ride on its next write, ``online.carried_marks``); with
+    ``publish_every_s`` stored verdicts are published by the program's clock
+    (``BatchProcessor.publish_stored``), not by each batch."""
     return BatchProcessor(
         inference=inference or parts.inference,
         store=store or parts.verdicts,
-        outbox=parts.outbox,
+        outbox=outbox or parts.outbox,
         publisher=parts.publisher,
         acknowledger=acknowledger,
         positions=positions,
@@ -319,6 +327,7 @@ def build_processor(
         give_up=parts.give_up,
         failpoints=failpoints,
         shadow=parts.shadow,
+        publish_every_s=publish_every_s,
     )
 
 

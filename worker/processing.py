@@ -11,6 +11,13 @@ finish while a transaction is running are written together by the next one, and 
 the Kafka send and its mark. Each verdict, escalation and record is exactly what its batch made
 (the group only shares the round trip); the stream's stored offsets are computed for the whole
 group by the one writer, after every earlier group was marked durable, so they are exact.
+
+A program whose acknowledgement never waits for Kafka may publish on a clock instead
+(``publish_every_s``: the online service answers its callers once their verdicts are durable):
+a batch then ends once acknowledged, its stored verdicts are queued, and
+:meth:`BatchProcessor.publish_stored`, called by the program's loop, sends everything queued
+since its last call as one publish. Fewer, larger publishes: each costs the service about the
+same CPU whatever its size (BENCHMARKS.md, "Online").
 """
 
 from __future__ import annotations
@@ -101,7 +108,9 @@ class BatchProcessor:
     transaction and the records are marked durable right after it. A source without offsets
     passes ``None`` (the online service: its coordinates are claims, ``online.claims``).
     ``acknowledger`` is told of every durable batch before its verdicts are published.
-    ``shadow`` (``worker.shadow``) is handed each model batch once it is published.
+    ``shadow`` (``worker.shadow``) is handed each model batch once it is published (queued for
+    publishing, with ``publish_every_s``). With ``publish_every_s`` a batch's stored verdicts
+    are published by the next :meth:`publish_stored`, which the program calls that often.
     """
 
     def __init__(
@@ -119,7 +128,10 @@ class BatchProcessor:
         give_up: asyncio.Event,
         failpoints: Failpoints | None = None,
         shadow: Shadow | None = None,
+        publish_every_s: float | None = None,
     ) -> None:
+        if publish_every_s is not None and publish_every_s <= 0:
+            raise ValueError("publish_every_s must be > 0 (or None)")
         self._inference = inference
         self._shadow = shadow
         self._store = store
@@ -138,6 +150,9 @@ class BatchProcessor:
             self._write_group
         )
         self._publishes: GroupedCall[list[Verdict], None] = GroupedCall(self._publish_group)
+        self.publish_every_s = publish_every_s
+        self._stored: list[Verdict] = []
+        """Stored verdicts waiting for :meth:`publish_stored` (with ``publish_every_s``)."""
 
     # -- the two batch kinds -------------------------------------------------------------
 
@@ -226,8 +241,19 @@ class BatchProcessor:
         self._observe(works, stored, durable_at)
         for letter in stored.dead_letters:
             self._metrics.dead_letters_total.labels(letter.reason_code).inc()
-        await self._publishes(stored.verdicts)
+        if self.publish_every_s is None:
+            await self._publishes(stored.verdicts)
+        else:
+            self._stored.extend(stored.verdicts)
         return stored.verdicts
+
+    async def publish_stored(self) -> None:
+        """Publish the verdicts stored since the last call, as one publish (with
+        ``publish_every_s``; its program calls this that often, and once more after its last
+        batch). What Kafka refuses stays unpublished for the outbox relay."""
+        verdicts, self._stored = self._stored, []
+        if verdicts:
+            await self._publish_group([verdicts])
 
     async def _write_group(
         self, group: Sequence[tuple[list[Work], VerdictBatch]]

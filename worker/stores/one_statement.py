@@ -6,6 +6,8 @@ each waiting for Postgres to be scheduled on a busy machine. Joined as the parts
 statement they run in one implicit transaction (all or nothing, as before) in one round trip:
 PostgreSQL executes every data-modifying ``WITH`` part exactly once, whether or not the main
 query reads it. Each part keeps its own ``$1..$n`` numbering here; this module shifts them.
+A part may also be an ``UPDATE`` of rows stored by earlier statements (the online service's
+published marks ride on its next verdict write, ``online.carried_marks``).
 """
 
 from __future__ import annotations
@@ -32,8 +34,8 @@ def _placeholder_count(sql: str) -> int:
 
 
 def one_statement(parts: Sequence[tuple[str, Sequence[Any]]]) -> tuple[str, list[Any]]:
-    """Join ``(sql, args)`` parts (each an INSERT numbered from ``$1``, without ``RETURNING``)
-    into one statement and its arguments, in the parts' order."""
+    """Join ``(sql, args)`` parts (each an INSERT or UPDATE numbered from ``$1``, without
+    ``RETURNING``) into one statement and its arguments, in the parts' order."""
     if not parts:
         raise ValueError("nothing to write")
     clauses: list[str] = []

@@ -2,7 +2,8 @@
 
 A ``verdicts`` row carries ``published``: false when stored, true once Kafka acknowledged its
 record. The stream and the re-scorer mark what they published; the outbox relay reads what is
-still unpublished after a while and sends it again.
+still unpublished after a while and sends it again. A mark is a statement of its own, or
+(:meth:`VerdictOutboxStore.mark_part`) one part of another.
 """
 
 from __future__ import annotations
@@ -45,19 +46,26 @@ class VerdictOutboxStore:
     def __init__(self, database: Database) -> None:
         self._database = database
 
+    @staticmethod
+    def mark_part(keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
+        """The mark of ``keys`` as a statement and its arguments, also usable as one part of
+        another statement (``worker.stores.one_statement``: the online service's verdict write
+        carries the marks of what it published before, ``online.carried_marks``)."""
+        return _MARK_PUBLISHED, [
+            [k[0].topic for k in keys],
+            [k[0].partition for k in keys],
+            [k[0].offset for k in keys],
+            [k[1] for k in keys],
+        ]
+
     async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None:
         """Mark the rows of ``keys`` published (rows already marked are left alone)."""
         if not keys:
             return
+        sql, args = self.mark_part(keys)
         pool = self._database.pool()
         try:
-            await pool.execute(
-                _MARK_PUBLISHED,
-                [k[0].topic for k in keys],
-                [k[0].partition for k in keys],
-                [k[0].offset for k in keys],
-                [k[1] for k in keys],
-            )
+            await pool.execute(sql, *args)
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable(f"mark published failed: {type(exc).__name__}") from exc
 

@@ -1,14 +1,13 @@
-"""online.auth: only platform tokens pass, accepted ones are cached, probes need no token."""
+"""online.auth: only platform tokens pass, accepted ones are cached (no look-up, no hashing)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import grpc
-import pytest
 
 from common.api_tokens import digest, new_token
-from online.auth import TokenAuthInterceptor, bearer_token
+from online.auth import TokenCheck, bearer_token
 
 
 class Users:
@@ -35,47 +34,14 @@ class Users:
         return self.rows.get(args[0])
 
 
-class Details:
-    def __init__(self, method: str, metadata: tuple[tuple[str, str], ...]) -> None:
-        self.method = method
-        self.invocation_metadata = metadata
-
-
-class Aborted(Exception):
-    pass
-
-
-class Context:
-    def __init__(self) -> None:
-        self.code: grpc.StatusCode | None = None
-
-    async def abort(self, code: grpc.StatusCode, details: str) -> None:
-        self.code = code
-        raise Aborted(details)
-
-
-PASSED = object()
-
-
-async def _continuation(details: Any) -> Any:
-    return PASSED
-
-
-async def _outcome(
-    interceptor: TokenAuthInterceptor, method: str, token: str | None
-) -> grpc.StatusCode | None:
-    """None when the call went through; otherwise the status its refusal answers with."""
-    metadata = (("authorization", f"Bearer {token}"),) if token else ()
-    handler: Any = await interceptor.intercept_service(_continuation, Details(method, metadata))  # type: ignore[arg-type]
-    if handler is PASSED:
-        return None
-    context = Context()
-    with pytest.raises(Aborted):
-        await handler.unary_unary(b"", context)
-    return context.code
-
-
 CHECK = "/modstream.v1.ModerationService/CheckMessage"
+
+
+async def _outcome(check: TokenCheck, token: str | None) -> grpc.StatusCode | None:
+    """None when the call may go on; otherwise the status its refusal answers with."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    refusal = await check.refusal(metadata, CHECK)
+    return None if refusal is None else refusal[0]
 
 
 def test_bearer_tokens_are_read_from_the_authorization_entry_only() -> None:
@@ -88,36 +54,44 @@ def test_bearer_tokens_are_read_from_the_authorization_entry_only() -> None:
 
 
 async def test_platform_tokens_pass_and_are_looked_up_once_within_the_cache_time() -> None:
-    """Two calls with one platform token cost one look-up; the second is served from cache."""
+    """Two calls with one platform token cost one look-up; the second is served from cache,
+    until the cache time has passed."""
     token = new_token()
     users = Users({token: "platform"})
-    interceptor = TokenAuthInterceptor(lambda: users, cache_s=30.0)
-    assert await _outcome(interceptor, CHECK, token) is None
-    assert await _outcome(interceptor, CHECK, token) is None
+    now = [0.0]
+    check = TokenCheck(lambda: users, cache_s=30.0, clock=lambda: now[0])
+    assert await _outcome(check, token) is None
+    assert await _outcome(check, token) is None
     assert users.lookups == 1
+    now[0] = 31.0
+    assert await _outcome(check, token) is None
+    assert users.lookups == 2
 
 
 async def test_missing_unknown_and_review_tokens_are_unauthenticated() -> None:
     """No token, an unknown token and a moderator's token are all refused UNAUTHENTICATED."""
     moderator = new_token()
-    interceptor = TokenAuthInterceptor(lambda: Users({moderator: "moderator"}), cache_s=30.0)
+    check = TokenCheck(lambda: Users({moderator: "moderator"}), cache_s=30.0)
     for token in (None, new_token(), moderator):
-        assert await _outcome(interceptor, CHECK, token) is grpc.StatusCode.UNAUTHENTICATED
+        assert await _outcome(check, token) is grpc.StatusCode.UNAUTHENTICATED
 
 
-async def test_health_and_reflection_need_no_token() -> None:
-    """Probes and grpcurl's listing reach their services without credentials."""
-    interceptor = TokenAuthInterceptor(lambda: Users({}), cache_s=30.0)
-    for method in (
-        "/grpc.health.v1.Health/Check",
-        "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
-    ):
-        assert await _outcome(interceptor, method, None) is None
+async def test_a_disabled_token_is_refused_once_its_cache_time_has_passed() -> None:
+    """A token accepted, then no longer a platform user's, passes until the cache runs out."""
+    token = new_token()
+    users = Users({token: "platform"})
+    now = [0.0]
+    check = TokenCheck(lambda: users, cache_s=30.0, clock=lambda: now[0])
+    assert await _outcome(check, token) is None
+    users.rows.clear()
+    assert await _outcome(check, token) is None
+    now[0] = 30.5
+    assert await _outcome(check, token) is grpc.StatusCode.UNAUTHENTICATED
 
 
 async def test_an_unreachable_database_is_unavailable_not_a_pass() -> None:
     """When tokens cannot be checked the call is refused UNAVAILABLE (never let through)."""
     users = Users({})
     users.down = True
-    interceptor = TokenAuthInterceptor(lambda: users, cache_s=30.0)
-    assert await _outcome(interceptor, CHECK, new_token()) is grpc.StatusCode.UNAVAILABLE
+    check = TokenCheck(lambda: users, cache_s=30.0)
+    assert await _outcome(check, new_token()) is grpc.StatusCode.UNAVAILABLE

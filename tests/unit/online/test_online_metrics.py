@@ -12,8 +12,9 @@ import pytest
 from grpc import aio
 
 from common.api_tokens import digest
-from online.auth import TokenAuthInterceptor
-from online.metrics import CallMetricsInterceptor, OnlineMetrics
+from online.auth import TokenCheck
+from online.guard import guarded
+from online.metrics import MethodCalls, OnlineMetrics
 from tests.unit.online.online_fakes import FakeModel, FakePublisher, FakeStore, make_collector, work
 from worker.metrics import Metrics
 
@@ -98,15 +99,23 @@ class _Platform:
 
 @pytest.fixture
 async def served() -> AsyncIterator[tuple[OnlineMetrics, aio.Channel]]:
-    """A real gRPC server on loopback: the metrics interceptor before the token check."""
+    """A real gRPC server on loopback: a guarded CheckMessage (recorded, then the token check)
+    and an unguarded health service."""
     metrics = OnlineMetrics(Metrics().registry)
-    auth = TokenAuthInterceptor(_Platform, cache_s=1)
-    server = aio.server(interceptors=[CallMetricsInterceptor(metrics), auth])
+    tokens = TokenCheck(_Platform, cache_s=1)
+    server = aio.server()
     handler = grpc.method_handlers_generic_handler(
         "modstream.v1.ModerationService",
-        {"CheckMessage": grpc.unary_unary_rpc_method_handler(_answer)},
+        {
+            "CheckMessage": grpc.unary_unary_rpc_method_handler(
+                guarded(_answer, MethodCalls(metrics, "CheckMessage"), tokens, CHECK)
+            )
+        },
     )
-    server.add_generic_rpc_handlers((handler,))
+    health = grpc.method_handlers_generic_handler(
+        "grpc.health.v1.Health", {"Check": grpc.unary_unary_rpc_method_handler(_answer)}
+    )
+    server.add_generic_rpc_handlers((handler, health))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     channel = aio.insecure_channel(f"127.0.0.1:{port}")
@@ -138,8 +147,8 @@ async def test_every_call_is_counted_by_its_status_code_and_timed(
     with pytest.raises(aio.AioRpcError) as refused:
         await check(b"fine")
     assert refused.value.code() is grpc.StatusCode.UNAUTHENTICATED
-    # The server sends a call's status before its interceptor records the call: on a slow
-    # machine the client can see the last status first.
+    # The server sends a call's status before the guard records the call: on a slow machine
+    # the client can see the last status first.
     seconds = "modstream_online_call_seconds_bucket"
     deadline = time.monotonic() + 10.0
     while _value(metrics, seconds, method="CheckMessage", le="+Inf") < 4:
@@ -152,53 +161,14 @@ async def test_every_call_is_counted_by_its_status_code_and_timed(
     assert _value(metrics, seconds, method="CheckMessage", le="0.25") == 3
 
 
-async def test_health_checks_are_not_counted_as_moderation_calls() -> None:
-    """Only ModerationService methods are observed: another service passes through untouched."""
-    metrics = OnlineMetrics(Metrics().registry)
-    server = aio.server(interceptors=[CallMetricsInterceptor(metrics)])
-    handler = grpc.method_handlers_generic_handler(
-        "grpc.health.v1.Health", {"Check": grpc.unary_unary_rpc_method_handler(_answer)}
-    )
-    server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    try:
-        async with aio.insecure_channel(f"127.0.0.1:{port}") as channel:
-            assert await channel.unary_unary("/grpc.health.v1.Health/Check")(b"x") == b"ok"
-    finally:
-        await server.stop(None)
+async def test_health_checks_are_not_counted_as_moderation_calls(
+    served: tuple[OnlineMetrics, aio.Channel],
+) -> None:
+    """Only the guarded methods are recorded: the health service answers without a token and
+    counts nowhere."""
+    metrics, channel = served
+    assert await channel.unary_unary("/grpc.health.v1.Health/Check")(b"x") == b"ok"
     assert metrics.registry.get_sample_value("modstream_online_call_seconds_count") is None
     assert not [
         s for m in metrics.calls_total.collect() for s in m.samples if s.name.endswith("_total")
     ]
-
-
-class _Details:
-    """What a server tells an interceptor of a call: its method path."""
-
-    def __init__(self, method: str) -> None:
-        self.method = method
-        self.invocation_metadata: tuple[tuple[str, str], ...] = ()
-
-
-async def test_each_handler_is_wrapped_once_and_its_wrapper_reused() -> None:
-    """Calls answered by the same handler object get the same observing wrapper (no new
-    handler per call); another handler object gets a wrapper of its own."""
-    interceptor = CallMetricsInterceptor(OnlineMetrics(Metrics().registry))
-    first: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_answer)
-    second: grpc.RpcMethodHandler[Any, Any] = grpc.unary_unary_rpc_method_handler(_answer)
-    handlers = {"a": first, "b": second}
-
-    def continuation(name: str) -> Any:
-        async def answer(details: Any) -> Any:
-            return handlers[name]
-
-        return answer
-
-    details = _Details(CHECK)
-    one = await interceptor.intercept_service(continuation("a"), details)  # type: ignore[arg-type]
-    again = await interceptor.intercept_service(continuation("a"), details)  # type: ignore[arg-type]
-    other = await interceptor.intercept_service(continuation("b"), details)  # type: ignore[arg-type]
-    assert one is again
-    assert one is not first
-    assert other is not one

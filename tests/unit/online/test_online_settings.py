@@ -11,9 +11,10 @@ from online.settings import OnlineSection, OnlineSettings
 
 
 def test_defaults_and_environment_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Port 18070 and a 5 ms collector wait by default; MODSTREAM_ONLINE__* overrides them."""
+    """Port 18070 and a 15 ms pace of model batches by default; MODSTREAM_ONLINE__* overrides
+    them."""
     assert OnlineSection().port == 18070
-    assert OnlineSection().max_wait_ms == 5.0
+    assert OnlineSection().max_wait_ms == 15.0
     monkeypatch.setenv("MODSTREAM_ONLINE__PORT", "19999")
     monkeypatch.setenv("MODSTREAM_ONLINE__QUEUE_LIMIT", "7")
     settings = OnlineSettings()

@@ -163,3 +163,65 @@ def test_target_latency_must_be_positive() -> None:
     """A zero or negative target is refused."""
     with pytest.raises(ValueError, match="target_latency_s"):
         MicroBatcher(max_items=1, max_wait_s=1.0, target_latency_s=0)
+
+
+async def test_spaced_batches_go_at_once_after_a_quiet_spell() -> None:
+    """With spacing_s, the first batch (and any after a quiet spell) closes at once with
+    what is queued: "spaced" when the spacing has passed, "sparse" when at the rate of the
+    previous cycle no other item is due before it ends."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0, spacing_s=0.2)
+    it = batcher.batches()
+    await batcher.put(1)
+    await batcher.put(2)
+    first = await _next(it)
+    assert (first.items, first.reason) == ([1, 2], "spaced")
+    await asyncio.sleep(0.3)
+    await batcher.put(3)
+    quiet = await _next(it)  # 2 items in an endless first cycle: rate 0
+    assert (quiet.items, quiet.reason) == ([3], "spaced")
+    await asyncio.sleep(0.15)
+    await batcher.put(4)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    sparse = await _next(it)  # 1 item in 0.3 s: none due within the 0.05 s left
+    assert (sparse.items, sparse.reason) == ([4], "sparse")
+    assert loop.time() - started < 0.03
+
+
+async def test_spaced_batches_close_one_spacing_after_the_previous_one() -> None:
+    """At a high rate, the next batch closes spacing_s after the previous one, with everything
+    that arrived meanwhile (not spacing_s after its own first item)."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=10, max_wait_s=30.0, spacing_s=0.2)
+    it = batcher.batches()
+    await batcher.put(0)
+    await _next(it)
+    await batcher.put(1)
+    assert (await _next(it)).reason == "sparse"  # the first cycle had no rate yet
+    loop = asyncio.get_running_loop()
+    closed = loop.time()  # that cycle: 1 item in almost no time, a high rate
+    pending = asyncio.ensure_future(_next(it))
+    await asyncio.sleep(0.1)
+    await batcher.put(2)
+    await asyncio.sleep(0.05)
+    await batcher.put(3)
+    batch = await pending
+    assert (batch.items, batch.reason) == ([2, 3], "spaced")
+    assert 0.18 <= loop.time() - closed < 0.3
+
+
+async def test_spacing_never_holds_a_full_batch_nor_outlasts_max_wait() -> None:
+    """A full batch closes at once; max_wait_s still bounds a spaced batch."""
+    batcher: MicroBatcher[int] = MicroBatcher(max_items=2, max_wait_s=0.05, spacing_s=30.0)
+    it = batcher.batches()
+    await batcher.put(0)
+    await _next(it)
+    await batcher.put(1)
+    await batcher.put(2)
+    assert (await _next(it)).reason == "full"
+    await batcher.put(3)
+    assert (await _next(it)).reason == "timeout"
+
+
+def test_spacing_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="spacing_s"):
+        MicroBatcher(max_items=1, max_wait_s=1.0, spacing_s=0)
