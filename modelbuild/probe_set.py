@@ -1,15 +1,18 @@
-"""``python -m modelbuild.probe_set``: the whole decision on probe L, lines no build was tuned to.
+"""``python -m modelbuild.probe_set [--probe l|m]``: the whole decision on a probe set, lines no
+build was tuned to.
 
-``modelbuild/data/probe_l.toml`` (its provenance and layout are inside it) holds harmful lines per
-language and category, plain and disguised by hand, and everyday lines: plain chat, game
-banter, reports of received abuse and ordinary senses of profane words. Each line takes the
+``modelbuild/data/probe_<l|m>.toml`` (their provenance and layout are inside them) hold harmful
+lines per language and category, plain and disguised by hand, and everyday lines: plain chat,
+game banter, reports of received abuse and ordinary senses of profane words. Probe L was written
+by the fourth issue-20 session (read since); probe M by writers that never saw the repository,
+for the fifth (``--probe m``, the default). Each line takes the
 worker's path (:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served
 ``moderation`` model's code in process, the policy with default thresholds) and is graded as the
 dev set is (:mod:`modelbuild.decision_grading`): caught = flag or block; an everyday line is a
 false positive when it is flagged, blocked or escalated.
 
-The probe measures; it is never trained on (unit tests check no training line equals a probe
-line). It was measured at the start and at the end of the session that wrote it; read its
+A probe measures; it is never trained on (unit tests check no training line equals a probe
+line). Each was measured at the start and at the end of the session that wrote it; read its
 misses and it stops being a clean measure.
 """
 
@@ -26,21 +29,25 @@ from typing import Any
 from modelbuild.devset import CATEGORIES, DevExample
 from pipelines.data_files import DataFileError, read_data_file, strings, table
 
-__all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "main", "probe_lines", "probe_report"]
+__all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "PROBES", "main", "probe_lines", "probe_report"]
 
 EVERYDAY = "everyday"
 """The category of the everyday lines."""
 EVERYDAY_SUBSETS = ("plain", "game", "report", "ordinary_sense")
+PROBES = ("probe_l", "probe_m")
+"""The probe files of ``modelbuild/data/``, oldest first."""
 _LANGS = ("en", "zh")
 _HARMFUL_FORMS = ("plain", "disguised")
 
 
 @functools.cache
-def probe_lines() -> tuple[DevExample, ...]:
-    """Probe L's lines as dev-set lines: harmful ones with their category and form (``plain``,
-    ``disguised``), everyday ones with category ``everyday``, form ``benign_hard`` and their
-    subset as topic."""
-    data = read_data_file(resources.files("modelbuild").joinpath("data", "probe_l.toml"))
+def probe_lines(name: str = "probe_l") -> tuple[DevExample, ...]:
+    """A probe's lines (``name`` one of :data:`PROBES`) as dev-set lines: harmful ones with their
+    category and form (``plain``, ``disguised``), everyday ones with category ``everyday``, form
+    ``benign_hard`` and their subset as topic."""
+    if name not in PROBES:
+        raise KeyError(f"{name!r} is not a probe; they are {list(PROBES)}")
+    data = read_data_file(resources.files("modelbuild").joinpath("data", f"{name}.toml"))
     out: list[DevExample] = []
     for lang in _LANGS:
         section = table(data.name, data.body, lang)
@@ -55,37 +62,33 @@ def probe_lines() -> tuple[DevExample, ...]:
                 where = f"{lang}.harmful.{category}.{form}"
                 for text in strings(data.name, forms[form], where):
                     transform = "none" if form == "plain" else "hand"
-                    out.append(
-                        DevExample(text, lang, "harmful", category, form, transform, "probe_l")
-                    )
+                    out.append(DevExample(text, lang, "harmful", category, form, transform, name))
         everyday = table(data.name, section, EVERYDAY)
         if set(everyday) != set(EVERYDAY_SUBSETS):
             raise DataFileError(data.name, f"{lang}.everyday must have {list(EVERYDAY_SUBSETS)}")
         for subset in EVERYDAY_SUBSETS:
             for text in strings(data.name, everyday[subset], f"{lang}.everyday.{subset}"):
                 out.append(
-                    DevExample(
-                        text, lang, "benign", EVERYDAY, "benign_hard", "none", "probe_l", subset
-                    )
+                    DevExample(text, lang, "benign", EVERYDAY, "benign_hard", "none", name, subset)
                 )
     return tuple(out)
 
 
-def probe_report(repository: Path) -> dict[str, Any]:
-    """Probe L graded with the served model of ``repository`` (see the module docstring)."""
+def probe_report(repository: Path, name: str = "probe_l") -> dict[str, Any]:
+    """Probe ``name`` graded with the served model of ``repository`` (see the module docstring)."""
     from modelbuild.evaluate import grade_devset
     from modelbuild.whole_decision import served_scorer
 
-    return grade_devset(served_scorer(repository), list(probe_lines()))
+    return grade_devset(served_scorer(repository), list(probe_lines(name)))
 
 
-def _lines(report: dict[str, Any]) -> list[str]:
+def _lines(report: dict[str, Any], name: str) -> list[str]:
     from modelbuild.decision_grading import format_grading
 
-    out = [line.replace("devset   ", "probe_l  ", 1) for line in format_grading(report)]
+    out = [line.replace("devset   ", f"{name}  ", 1) for line in format_grading(report)]
     headline = report["headline"]
     out.append(
-        " ".join(f"probe_{k.replace('benign', 'everyday')}={v:.4f}" for k, v in headline.items())
+        " ".join(f"{name}_{k.replace('benign', 'everyday')}={v:.4f}" for k, v in headline.items())
     )
     return out
 
@@ -100,10 +103,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the built model repository (default: the project's model_repository/)",
     )
+    parser.add_argument(
+        "--probe", choices=("l", "m"), default="m", help="which probe set (default: m, the newest)"
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
-    report = probe_report(args.repository or project_root() / "model_repository")
-    print("\n".join(_lines(report)))
+    name = f"probe_{args.probe}"
+    report = probe_report(args.repository or project_root() / "model_repository", name)
+    print("\n".join(_lines(report, name)))
     if args.json is not None:
         import json
 
