@@ -12,6 +12,10 @@ the usual seeded 20 % held out, so the held-out split also measures them:
 - for toxicity, the threats and self-harm incitement (``threats.toml``) and the insults, hate
   and sexual harassment (``abuse.toml``), labelled as their family says;
 - for intent, the chat-length scams (``spam.toml``), labelled ``spam``;
+- the written lines (``written/*.toml``, :mod:`modelbuild.written_lines`): benign ones as
+  toxicity ``none`` and intent ``chat`` / ``question`` (weighted like the hard negatives);
+  offensive and hate ones for toxicity (intent ``chat`` / ``question``: abuse is not an ad),
+  spam and advertisement ones for intent;
 - the disguised forms of the harmful training examples, threats included
   (:mod:`modelbuild.augment`), with the label of their plain line, training split only.
 """
@@ -25,6 +29,7 @@ from modelbuild.augment import disguised_examples
 from modelbuild.canonical_inputs import canonical_task, canonical_text
 from modelbuild.template_families import TemplateLine
 from modelbuild.training_data import lexicon_templates, template_lines
+from modelbuild.written_lines import written_lines
 
 __all__ = [
     "ABUSE_SOURCE",
@@ -32,6 +37,7 @@ __all__ = [
     "HARMFUL",
     "SPAM_SOURCE",
     "THREAT_SOURCE",
+    "WRITTEN_SOURCE",
     "robust_task",
 ]
 
@@ -44,16 +50,42 @@ HARD_NEGATIVE_SOURCE = "hard-negative"
 THREAT_SOURCE = "template-threat"
 ABUSE_SOURCE = "template-abuse"
 SPAM_SOURCE = "template-spam"
+WRITTEN_SOURCE = "written"
+
+
+def _chat_label(task: str, text: str) -> int:
+    """Toxicity ``none``, or intent ``chat`` (``question`` when ``text`` asks)."""
+    if task == "intent" and datasets.is_question(text):
+        return datasets.INTENT.index("question")
+    return 0
 
 
 def _hard_negative_examples(task: str, seed: int) -> list[datasets.Example]:
+    benign = template_lines("hard_negatives", seed) + template_lines("counterfactuals", seed)
+    benign += [line for line in written_lines() if line.label == "benign"]
+    return [
+        datasets.Example(
+            line.text,
+            _chat_label(task, line.text),
+            line.lang,
+            HARD_NEGATIVE_SOURCE,
+            datasets.held_out(seed, line.text),
+        )
+        for line in benign
+    ]
+
+
+def _written_examples(task: str, seed: int) -> list[datasets.Example]:
+    """The harmful written lines a task learns: toxicity its labels, intent the ads and spam
+    (and the abuse lines as chat, which they are to intent)."""
+    labels = datasets.TOXICITY if task == "toxicity" else datasets.INTENT
     out = []
-    for line in template_lines("hard_negatives", seed) + template_lines("counterfactuals", seed):
-        label = 0  # toxicity "none", intent "chat"
-        if task == "intent" and datasets.is_question(line.text):
-            label = datasets.INTENT.index("question")
+    for line in written_lines():
+        if line.label == "benign" or (task == "toxicity" and line.label not in labels):
+            continue
+        label = labels.index(line.label) if line.label in labels else _chat_label(task, line.text)
         test = datasets.held_out(seed, line.text)
-        out.append(datasets.Example(line.text, label, line.lang, HARD_NEGATIVE_SOURCE, test))
+        out.append(datasets.Example(line.text, label, line.lang, WRITTEN_SOURCE, test))
     return out
 
 
@@ -97,6 +129,7 @@ def robust_task(
     added = _threat_examples(seed) + _abuse_examples(seed) if data.task == "toxicity" else []
     if data.task == "intent":
         added = _spam_examples(seed)
+    added += _written_examples(data.task, seed)
     data = datasets.TaskData(data.task, data.labels, data.examples + tuple(added))
     canonical = canonical_task(data)
     extra = datasets.TaskData(

@@ -12,7 +12,9 @@ policy) on two sets the build never trains on:
   the held-out chatterbot-corpus chat lines and the held-out fifth of the hand-written benign
   families (``hard_negatives.toml``, ``counterfactuals.toml``: reports quoting abuse, game
   banter, ordinary senses of profane words, ...; generated from the same templates as their
-  training lines, so they show a threshold's cost on tricky lines rather than measure it).
+  training lines, so they show a threshold's cost on tricky lines rather than measure it) and of
+  the written everyday lines (``written/*_everyday.toml``: plain chat, game banter, reports,
+  ordinary senses, by the same writers as their training lines).
 
 No flag threshold below 0.40 is considered: too few everyday lines to see what it would cost.
 
@@ -47,6 +49,7 @@ from modelbuild.settings import ModelToolSettings
 from modelbuild.sources import fetch_all
 from modelbuild.training_data import template_lines
 from modelbuild.whole_decision import Scorer, outcomes_and_scores, served_scorer
+from modelbuild.written_lines import written_lines
 from pipelines.policy import PolicyConfigError, PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleOutcome, Severity
 from pipelines.scores import ModelScores
@@ -210,7 +213,7 @@ def _check_against_policy(
 
 
 def _everyday_lines() -> list[tuple[str, str]]:
-    """(text, language) of the held-out everyday chat and benign family lines."""
+    """(text, language) of the held-out everyday chat, benign family and written everyday lines."""
     archives = fetch_all(ModelToolSettings().models.work_dir / "cache")
     chat = datasets.chat_lines(archives["chatterbot"])
     out = [(t, lang) for lang in ("en", "zh") for t in chat[lang] if datasets.held_out(SEED, t)]
@@ -220,6 +223,11 @@ def _everyday_lines() -> list[tuple[str, str]]:
             for line in template_lines(name, SEED)
             if datasets.held_out(SEED, line.text)
         ]
+    out += [
+        (line.text, line.lang)
+        for line in written_lines()
+        if line.label == "benign" and datasets.held_out(SEED, line.text)
+    ]
     return out
 
 
