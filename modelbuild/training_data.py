@@ -46,6 +46,7 @@ from pipelines.data_files import (
     DataFile,
     DataFileError,
     Provenance,
+    keyed_table,
     read_data_file,
     strings,
     table,
@@ -165,11 +166,7 @@ def _family(
     named: Mapping[str, tuple[str, ...]],
 ) -> Family:
     where = f"families[{position}]"
-    if not isinstance(raw, dict):
-        raise DataFileError(file, f"{where} must be a table")
-    unknown = set(raw) - _FAMILY_KEYS
-    if unknown:
-        raise DataFileError(file, f"{where} has unknown keys {sorted(unknown)}")
+    raw = keyed_table(file, raw, where, _FAMILY_KEYS)
     lang, topic = raw.get("lang"), raw.get("topic")
     if lang not in _LANGS:
         raise DataFileError(file, f"{where}.lang must be one of {list(_LANGS)}")

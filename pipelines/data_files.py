@@ -27,7 +27,15 @@ from typing import Any
 
 from pipelines.errors import PipelineError
 
-__all__ = ["DataFile", "DataFileError", "Provenance", "read_data_file", "strings", "table"]
+__all__ = [
+    "DataFile",
+    "DataFileError",
+    "Provenance",
+    "keyed_table",
+    "read_data_file",
+    "strings",
+    "table",
+]
 
 _PROVENANCE_KEYS = frozenset({"source", "licence", "purpose", "notes"})
 _REQUIRED = ("source", "licence", "purpose")
@@ -96,6 +104,16 @@ def table(name: str, parent: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = parent.get(key)
     if not isinstance(value, dict):
         raise DataFileError(name, f"{key!r} must be a table")
+    return value
+
+
+def keyed_table(name: str, value: object, where: str, keys: frozenset[str]) -> dict[str, Any]:
+    """``value`` as a table whose keys are all among ``keys`` (an entry of an array of tables)."""
+    if not isinstance(value, dict):
+        raise DataFileError(name, f"{where} must be a table")
+    unknown = set(value) - keys
+    if unknown:
+        raise DataFileError(name, f"{where} has unknown keys {sorted(unknown)}")
     return value
 
 
