@@ -28,12 +28,20 @@ from importlib.resources.abc import Traversable
 
 from modelbuild.template_families import TemplateLine
 from modelbuild.training_data import LABELS
-from pipelines.data_files import DataFile, DataFileError, Provenance, read_data_file, strings
+from pipelines.data_files import (
+    DataFile,
+    DataFileError,
+    Provenance,
+    keyed_table,
+    read_data_file,
+    strings,
+)
 
 __all__ = ["WRITTEN_FILES", "WrittenFile", "parse_written_file", "written_file", "written_lines"]
 
-WRITTEN_FILES = ("en_everyday", "zh_everyday", "en_harmful", "zh_harmful")
-"""The written-line files, by name (``written/<name>.toml``)."""
+WRITTEN_FILES = ("en_everyday", "zh_everyday", "en_harmful", "zh_harmful", "en_pairs", "zh_pairs")
+"""The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
+category, and contrastive pairs (harm in ordinary words beside benign lines on its topics)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 
@@ -53,11 +61,7 @@ def _resource(name: str) -> Traversable:
 
 def _set_lines(file: str, raw: object, position: int) -> list[TemplateLine]:
     where = f"sets[{position}]"
-    if not isinstance(raw, dict):
-        raise DataFileError(file, f"{where} must be a table")
-    unknown = set(raw) - _SET_KEYS
-    if unknown:
-        raise DataFileError(file, f"{where} has unknown keys {sorted(unknown)}")
+    raw = keyed_table(file, raw, where, _SET_KEYS)
     lang, topic, label = raw.get("lang"), raw.get("topic"), raw.get("label")
     if lang not in _LANGS:
         raise DataFileError(file, f"{where}.lang must be one of {list(_LANGS)}")

@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (34245, "c96c410c1016b983513ea29966898af61da486ae16bc1488cec9cbf51be3c710"),
-    "toxicity": (45437, "88db84cc84c998e349025cfdbf94caa4a6df526bb9ce4a95b2b7a7d2e1870178"),
+    "intent": (37743, "f0334a7145d6d7becc7204bd06c12c0ffeb030387a2eac55e7009ba1b52cc76f"),
+    "toxicity": (48465, "9dca1abd4ef6980b584140b93a99f47f1d67be7fa04dadf53089f4a47d1f5a2b"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 

@@ -38,7 +38,7 @@ def _parse(tmp_path: Path, body: str) -> object:
 
 def test_every_written_file_loads_with_its_provenance_and_both_kinds_of_label() -> None:
     """Each shipped file says who wrote it and why; the everyday files hold only benign lines,
-    the harmful files every harmful label and no benign one."""
+    the harmful files every harmful label and no benign one, the pair files both kinds."""
     for name in WRITTEN_FILES:
         found = written_file(name)
         assert "written" in found.provenance.source.lower()
@@ -48,8 +48,10 @@ def test_every_written_file_loads_with_its_provenance_and_both_kinds_of_label() 
         assert langs == {name.split("_")[0]}
         if name.endswith("_everyday"):
             assert labels == {"benign"}
-        else:
+        elif name.endswith("_harmful"):
             assert labels == {"offensive", "hate", "spam", "advertisement"}
+        else:  # contrastive pairs: harm in ordinary words beside benign lines on its topics
+            assert labels == {"benign", "offensive", "spam"}
     assert len(written_lines()) == sum(len(written_file(n).lines) for n in WRITTEN_FILES)
 
 
