@@ -19,7 +19,10 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - a warning: *psa*, *warning*, *heads up*, *is a scam*, *don't click*; 提醒, 警惕, 别上当, 千万别,
   别信, 是骗子;
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
-  *mod note*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
+  *mod note*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言; a call on the moderators or
+  a condemnation: 能不能管管, 房管快处理, 地域黑, 太恶毒, 算违法吗;
+- talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
+  racism*, *i'm not ok with*;
 - a message received: *got a (weird) dm/message/text/comment*;
 - talk about a word: *the word/term/slur*, *what does … mean*.
 
@@ -28,7 +31,8 @@ Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「
 of "i'll" and "don't" are not quotes). Two unquoted mentions count too: the message, link or ad
 a warning names as a scam ("psa: the free nitro dm is a scam", "提醒: 兼职刷单的广告是骗子"; never
 a group of people, "河南人都是骗子" is a smear), what a report says someone was called ("he
-called me a retard in voice chat", "他骂我傻逼") and what a condemnation says
+called me a retard in voice chat", "他骂我傻逼"), what someone said in a Chinese report
+("有人在群里说河南人都是骗子, 能不能管管") and what a condemnation says
 someone is told to do ("it's not ok to tell someone to go die"). Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
@@ -54,6 +58,12 @@ _EN_FRAMES = (
     r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
     r"\bas an? (?:insult|slur|joke|comeback)\b",
     r"\b(?:it'?s|it is|that'?s|that is) not (?:ok|okay|cool|funny|a joke|banter|fine)\b",
+    r"\b(?:i'?m|i am|we'?re|we are) not (?:ok|okay|cool|fine|comfortable) with\b",
+    # talk about filtering and naming abuse: "why did automod not catch 'n1gger'? it's a slur",
+    # "saying 'gypsies are thieves' is literally racism"
+    r"\b(?:automod|auto mod|the filter|chat filter|word filter|filtered|censored|censor)\b",
+    r"\b(?:is|are|it'?s|that'?s|was) (?:literally |obviously |clearly |straight up |just |pure )?"
+    r"(?:a slur|slurs|racism|racist|sexist|homophobic|transphobic|hate speech|harassment|bullying)\b",
     r"\bis it (?:ok|okay|allowed|normal|fine) (?:to|that|when|if)\b",
     r"\b(?:psa|warning|heads up|fyi|beware|careful)\b",
     r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
@@ -75,9 +85,11 @@ _EN_FRAMES = (
     r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b",
 )
 _ZH_FRAMES = (
-    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|喊|叫我|评论)[^\"「『]{0,8}[\"「『]",
+    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|喊|叫我|评论|刷|刷屏|弹幕)[^\"「『]{0,8}[\"「『]",
     r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
     r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警|别信|是骗子|骗子吧|管理员|踢了|禁言",
+    # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
+    r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
 )
 _FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
 _NAMED = re2.compile(
@@ -96,6 +108,9 @@ _NAMED = re2.compile(
     r"((?:[^\s,.!?;]+ ?){1,3})"
     r"|\bsaid (?:that )?(?:i'?m|i am|i was) (?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
     r"|(?:骂|说)(?:我|他|她|别人|人|我们)(?:是)?(?:个|一个)?([^\s,.!?;]{1,6})"
+    # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
+    r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人)(?:在[^,.!?;]{1,8})?"
+    r"(?:一直|老是|天天|总是|又|还)?(?:说|讲|刷|发|喊)(?:我|你)?(?:是)?([^,.!?;]{1,30})"
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
     # reported", "some creep asked me how much for a night, blocked"
     r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"

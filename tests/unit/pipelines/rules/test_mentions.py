@@ -68,6 +68,14 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ),
         ("they called my cousin a chink at the bus stop, disgusting", "en.hate.slur", "you chink"),
         ("a user in voice said all fags should burn, reported", "en.hate.slur", "fags should burn"),
+        (
+            "we are not ok with the 'immigrants are rats' posts in general chat",
+            "en.hate.dehumanizing",
+            "immigrants are rats",
+        ),
+        ("how did the word filter miss 'chinks'? it is clearly a slur", "en.hate.slur", "chinks"),
+        ("有个号一直刷“加V领福利”，房管处理一下", "zh.ad.add_contact", "加V领福利"),
+        ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
     ],
 )
 def test_a_quoted_mention_does_not_hit(text: str, rule: str, said: str) -> None:
@@ -82,6 +90,7 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.offensive.insult" in _ids("he called me 'a moron', well you're a moron too")
     assert "en.threat.direct" in _ids("someone wrote 'whatever', i'll stab you")
     assert "en.threat.direct" in _ids("the word 'mercy' is not in my vocabulary, i'll stab you")
+    assert "zh.offensive.profanity" in _ids("有人说你是傻逼")  # no call on moderators: no frame
 
 
 def test_urgent_categories_keep_their_hits_in_mentions() -> None:
