@@ -63,7 +63,8 @@ _EN_FRAMES = (
     # "saying 'gypsies are thieves' is literally racism"
     r"\b(?:automod|auto mod|the filter|chat filter|word filter|filtered|censored|censor)\b",
     r"\b(?:is|are|it'?s|that'?s|was) (?:literally |obviously |clearly |straight up |just |pure )?"
-    r"(?:a slur|slurs|racism|racist|sexist|homophobic|transphobic|hate speech|harassment|bullying)\b",
+    r"(?:a slur|slurs|racism|racist|sexist|homophobic|transphobic|hate speech|harassment"
+    r"|bullying)\b",
     r"\bis it (?:ok|okay|allowed|normal|fine) (?:to|that|when|if)\b",
     r"\b(?:psa|warning|heads up|fyi|beware|careful)\b",
     r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
