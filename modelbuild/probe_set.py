@@ -1,11 +1,12 @@
-"""``python -m modelbuild.probe_set [--probe l|m]``: the whole decision on a probe set, lines no
+"""``python -m modelbuild.probe_set [--probe l|m|n]``: the whole decision on a probe set, lines no
 build was tuned to.
 
-``modelbuild/data/probe_<l|m>.toml`` (their provenance and layout are inside them) hold harmful
+``modelbuild/data/probe_<l|m|n>.toml`` (their provenance and layout are inside them) hold harmful
 lines per language and category, plain and disguised by hand, and everyday lines: plain chat,
 game banter, reports of received abuse and ordinary senses of profane words. Probe L was written
 by the fourth issue-20 session (read since); probe M by writers that never saw the repository,
-for the fifth (``--probe m``, the default). Each line takes the
+for the fifth (read since its final measurement); probe N likewise for the sixth (``--probe n``,
+the default). Each line takes the
 worker's path (:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served
 ``moderation`` model's code in process, the policy with default thresholds) and is graded as the
 dev set is (:mod:`modelbuild.decision_grading`): caught = flag or block; an everyday line is a
@@ -34,7 +35,7 @@ __all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "PROBES", "main", "probe_lines", "pro
 EVERYDAY = "everyday"
 """The category of the everyday lines."""
 EVERYDAY_SUBSETS = ("plain", "game", "report", "ordinary_sense")
-PROBES = ("probe_l", "probe_m")
+PROBES = ("probe_l", "probe_m", "probe_n")
 """The probe files of ``modelbuild/data/``, oldest first."""
 _LANGS = ("en", "zh")
 _HARMFUL_FORMS = ("plain", "disguised")
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the built model repository (default: the project's model_repository/)",
     )
     parser.add_argument(
-        "--probe", choices=("l", "m"), default="m", help="which probe set (default: m, the newest)"
+        "--probe", choices=("l", "m", "n"), default="n", help="which probe set (default: n, the newest)"
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
