@@ -105,7 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the built model repository (default: the project's model_repository/)",
     )
     parser.add_argument(
-        "--probe", choices=("l", "m", "n"), default="n", help="which probe set (default: n, the newest)"
+        "--probe",
+        choices=("l", "m", "n"),
+        default="n",
+        help="which probe set (default: n, the newest)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
