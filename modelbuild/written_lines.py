@@ -39,9 +39,20 @@ from pipelines.data_files import (
 
 __all__ = ["WRITTEN_FILES", "WrittenFile", "parse_written_file", "written_file", "written_lines"]
 
-WRITTEN_FILES = ("en_everyday", "zh_everyday", "en_harmful", "zh_harmful", "en_pairs", "zh_pairs")
+WRITTEN_FILES = (
+    "en_everyday",
+    "zh_everyday",
+    "en_harmful",
+    "zh_harmful",
+    "en_pairs",
+    "zh_pairs",
+    "en_round3",
+    "zh_round3",
+)
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
-category, and contrastive pairs (harm in ordinary words beside benign lines on its topics)."""
+category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
+third round of contrastive sets (everyday lines the heads flagged as a class beside harm in
+ordinary words)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

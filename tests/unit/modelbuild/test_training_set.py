@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (37743, "f0334a7145d6d7becc7204bd06c12c0ffeb030387a2eac55e7009ba1b52cc76f"),
-    "toxicity": (48465, "9dca1abd4ef6980b584140b93a99f47f1d67be7fa04dadf53089f4a47d1f5a2b"),
+    "intent": (39822, "75586fe8e976def8842cd99bb67129ed2c3f0e79b0fb7a1938e82dcf0572cb1e"),
+    "toxicity": (50386, "ca18fa5462c8f3260ededac4157c891ef1512aa03a888f045ecf7674b6418534"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
