@@ -48,11 +48,14 @@ WRITTEN_FILES = (
     "zh_pairs",
     "en_round3",
     "zh_round3",
+    "en_round4",
+    "zh_round4",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
 third round of contrastive sets (everyday lines the heads flagged as a class beside harm in
-ordinary words)."""
+ordinary words) and a fourth (hate and belittling in ordinary words beside neutral talk about
+the same identities)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

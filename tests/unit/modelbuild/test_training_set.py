@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (39822, "75586fe8e976def8842cd99bb67129ed2c3f0e79b0fb7a1938e82dcf0572cb1e"),
-    "toxicity": (50386, "ca18fa5462c8f3260ededac4157c891ef1512aa03a888f045ecf7674b6418534"),
+    "intent": (41015, "1b98a0f25706e2b76100a1a2ff3a695a6d84f6d78f8fa3fb6e9ff11b0546b109"),
+    "toxicity": (51579, "d917abae6a63dcc8212738c2efe9fa7bc5dde7d9884bf53e8282580e4bc6d7bb"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
