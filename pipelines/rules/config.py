@@ -38,8 +38,19 @@ and the payload of its kind:
               ``check = "new_account_link"`` with ``max_account_age_hours = 24``;
               ``check = "repeat_offender"`` with ``min_strikes = 3``.
 
-Anything else (unknown keys, wrong types, duplicate ids, a pattern RE2 cannot compile) raises
-``RuleLoadError`` naming the rule and the problem.
+Exempt spans that several rules share live once, in a top-level table of named lists, and a
+keywords or regex rule names the lists it uses with ``exempt_lists``; their patterns are added
+after the rule's own ``exempt`` ones::
+
+    [exempts]
+    game_time = ["...", ...]       # name: [a-z][a-z0-9_]*, a non-empty array of RE2 patterns
+
+    [[rules]]
+    id = "en.threat.direct"
+    exempt_lists = ["game_time"]   # each name must be defined under [exempts]
+
+Anything else (unknown keys, wrong types, duplicate ids, a pattern RE2 cannot compile, an
+exempt list that is not defined) raises ``RuleLoadError`` naming the rule and the problem.
 """
 
 from __future__ import annotations
@@ -79,11 +90,13 @@ _COMMON_KEYS = frozenset(
     {"id", "category", "severity", "action", "kind", "languages", "enabled", "yields_to_reports"}
 )
 _KIND_KEYS = {
-    "keywords": frozenset({"keywords", "exempt"}),
-    "regex": frozenset({"patterns", "match", "exempt"}),
+    "keywords": frozenset({"keywords", "exempt", "exempt_lists"}),
+    "regex": frozenset({"patterns", "match", "exempt", "exempt_lists"}),
     "profile": frozenset({"check", "sender_ids", "max_account_age_hours", "min_strikes"}),
 }
 _RE2_MAX_MEM_BYTES = 8 << 20
+_LIST_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+_TOP_LEVEL_KEYS = frozenset({"rules", "version", "exempts"})
 
 
 class RuleLoadError(PipelineError):
@@ -209,7 +222,7 @@ def parse_ruleset(data: bytes | str) -> RuleSet:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise RuleLoadError(None, f"not valid TOML: {exc}") from exc
-    unknown = set(document) - {"rules", "version"}
+    unknown = set(document) - _TOP_LEVEL_KEYS
     if unknown:
         raise RuleLoadError(None, f"unknown top-level keys {sorted(unknown)}")
     version = document.get("version", 1)
@@ -218,10 +231,11 @@ def parse_ruleset(data: bytes | str) -> RuleSet:
     tables = document.get("rules", [])
     if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
         raise RuleLoadError(None, "'rules' must be an array of tables ([[rules]])")
+    shared = _parse_exempt_lists(document.get("exempts", {}))
     rules: list[Rule] = []
     seen: set[str] = set()
     for index, table in enumerate(tables):
-        rule = _parse_rule(table, index)
+        rule = _parse_rule(table, index, shared)
         if rule.meta.id in seen:
             raise RuleLoadError(rule.meta.id, "duplicate rule id")
         seen.add(rule.meta.id)
@@ -229,7 +243,46 @@ def parse_ruleset(data: bytes | str) -> RuleSet:
     return RuleSet(rules=tuple(rules))
 
 
-def _parse_rule(table: dict[str, object], index: int) -> Rule:
+def _parse_exempt_lists(raw: object) -> dict[str, tuple[str, ...]]:
+    """The ``[exempts]`` table: named lists of RE2 exempt patterns that rules share."""
+    if not isinstance(raw, dict):
+        raise RuleLoadError(None, "'exempts' must be a table of named pattern lists ([exempts])")
+    lists: dict[str, tuple[str, ...]] = {}
+    for name, patterns in raw.items():
+        if not _LIST_NAME.fullmatch(name):
+            raise RuleLoadError(None, f"exempt list {name!r}: name must match {_LIST_NAME.pattern}")
+        if (
+            not isinstance(patterns, list)
+            or not patterns
+            or not all(isinstance(p, str) and p for p in patterns)
+        ):
+            raise RuleLoadError(
+                None, f"exempt list {name!r} must be a non-empty array of non-empty strings"
+            )
+        _check_re2(None, f"exempt list {name!r} pattern", patterns)
+        lists[name] = tuple(patterns)
+    return lists
+
+
+def _exempt_spans(
+    rule_id: str, table: dict[str, object], shared: dict[str, tuple[str, ...]]
+) -> tuple[str, ...]:
+    """The rule's own ``exempt`` patterns, then those of the lists ``exempt_lists`` names."""
+    own = _string_list(rule_id, table, "exempt") if "exempt" in table else []
+    _check_re2(rule_id, "exempt pattern", own)
+    names = _string_list(rule_id, table, "exempt_lists") if "exempt_lists" in table else []
+    spans = list(own)
+    for name in names:
+        if name not in shared:
+            defined = sorted(shared) or "none"
+            raise RuleLoadError(
+                rule_id, f"exempt list {name!r} is not defined under [exempts] (defined: {defined})"
+            )
+        spans += [p for p in shared[name] if p not in spans]
+    return tuple(spans)
+
+
+def _parse_rule(table: dict[str, object], index: int, shared: dict[str, tuple[str, ...]]) -> Rule:
     raw_id = table.get("id")
     if not isinstance(raw_id, str) or not _ID.fullmatch(raw_id):
         raise RuleLoadError(
@@ -245,9 +298,9 @@ def _parse_rule(table: dict[str, object], index: int) -> Rule:
         raise RuleLoadError(rule_id, f"unknown keys for kind {kind!r}: {sorted(unknown)}")
     meta = _parse_meta(rule_id, table)
     if kind == "keywords":
-        return _parse_keywords(meta, table)
+        return _parse_keywords(meta, table, _exempt_spans(rule_id, table, shared))
     if kind == "regex":
-        return _parse_regex(meta, table)
+        return _parse_regex(meta, table, _exempt_spans(rule_id, table, shared))
     return _parse_profile(meta, table)
 
 
@@ -298,34 +351,30 @@ def _string_list(rule_id: str, table: dict[str, object], key: str) -> list[str]:
     return [str(item) for item in value]
 
 
-def _parse_keywords(meta: RuleMeta, table: dict[str, object]) -> KeywordRule:
+def _parse_keywords(
+    meta: RuleMeta, table: dict[str, object], exempt: tuple[str, ...]
+) -> KeywordRule:
     keywords: dict[str, None] = {}
     for position, keyword in enumerate(_string_list(meta.id, table, "keywords")):
         canonical = canonical_form(keyword)
         if not canonical:
             raise RuleLoadError(meta.id, f"keyword #{position + 1} is empty once canonicalised")
         keywords[canonical] = None
-    exempt = _string_list(meta.id, table, "exempt") if "exempt" in table else []
-    _check_re2(meta.id, "exempt pattern", exempt)
-    return KeywordRule(meta=meta, keywords=tuple(keywords), exempt=tuple(exempt))
+    return KeywordRule(meta=meta, keywords=tuple(keywords), exempt=exempt)
 
 
-def _parse_regex(meta: RuleMeta, table: dict[str, object]) -> RegexRule:
+def _parse_regex(meta: RuleMeta, table: dict[str, object], exempt: tuple[str, ...]) -> RegexRule:
     patterns = _string_list(meta.id, table, "patterns")
     _check_re2(meta.id, "pattern", patterns)
-    exempt = _string_list(meta.id, table, "exempt") if "exempt" in table else []
-    _check_re2(meta.id, "exempt pattern", exempt)
     match_name = table.get("match", MatchMode.ANY.value)
     modes = {m.value: m for m in MatchMode}
     if match_name not in modes:
         raise RuleLoadError(meta.id, f"'match' must be one of {sorted(modes)}")
     assert isinstance(match_name, str)
-    return RegexRule(
-        meta=meta, patterns=tuple(patterns), match=modes[match_name], exempt=tuple(exempt)
-    )
+    return RegexRule(meta=meta, patterns=tuple(patterns), match=modes[match_name], exempt=exempt)
 
 
-def _check_re2(rule_id: str, what: str, patterns: list[str]) -> None:
+def _check_re2(rule_id: str | None, what: str, patterns: list[str]) -> None:
     for position, pattern in enumerate(patterns):
         try:
             compile_re2(pattern)

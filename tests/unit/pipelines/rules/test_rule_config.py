@@ -102,6 +102,73 @@ def test_exempt_spans_are_checked_like_patterns() -> None:
     assert "unknown keys" in str(_error(_one(profile)))
 
 
+def test_shared_exempt_lists_are_added_to_the_rules_that_name_them() -> None:
+    """A rule's ``exempt_lists`` adds the named ``[exempts]`` patterns after its own, once each;
+    rules that do not name a list do not get it."""
+    text = (
+        '[exempts]\ngame = ["g1", "g2"]\nother = ["o"]\n'
+        + _one(
+            'kind = "regex"\npatterns = ["a"]\nexempt = ["g2", "b"]\n'
+            'exempt_lists = ["game", "other"]\n'
+        )
+        + '[[rules]]\nid = "t.kw"\ncategory = "spam"\nseverity = "low"\naction = "flag"\n'
+        'kind = "keywords"\nkeywords = ["x"]\nexempt_lists = ["other"]\n'
+        + '[[rules]]\nid = "t.plain"\ncategory = "spam"\nseverity = "low"\naction = "flag"\n'
+        'kind = "regex"\npatterns = ["y"]\n'
+    )
+    rules = parse_ruleset(text)
+    assert rules.get("t.rule").exempt == ("g2", "b", "g1", "o")  # type: ignore[union-attr]
+    assert rules.get("t.kw").exempt == ("o",)  # type: ignore[union-attr]
+    assert rules.get("t.plain").exempt == ()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment", "rule_id"),
+    [
+        (
+            _one('kind = "regex"\npatterns = ["a"]\nexempt_lists = ["game"]\n'),
+            "exempt list 'game' is not defined under [exempts] (defined: none)",
+            "t.rule",
+        ),
+        (
+            '[exempts]\ngame = ["g"]\n'
+            + _one('kind = "regex"\npatterns = ["a"]\nexempt_lists = ["gaem"]\n'),
+            "(defined: ['game'])",
+            "t.rule",
+        ),
+        ("[exempts]\ngame = []\n", "non-empty array", None),
+        ('[exempts]\ngame = ["ok", 3]\n', "non-empty array", None),
+        ('[exempts]\n"Bad-Name" = ["g"]\n', "name must match", None),
+        ("exempts = 3\n", "must be a table", None),
+        ('[exempts]\ngame = ["(?=x)"]\n', "exempt list 'game' pattern #1 is not valid RE2", None),
+        (_one('kind = "regex"\npatterns = ["a"]\nexempt_lists = []\n'), "'exempt_lists'", "t.rule"),
+        (
+            _one(
+                'kind = "profile"\ncheck = "repeat_offender"\nmin_strikes = 3\n'
+                'exempt_lists = ["g"]\n'
+            ),
+            "unknown keys",
+            "t.rule",
+        ),
+    ],
+)
+def test_bad_shared_exempt_lists_are_named(text: str, fragment: str, rule_id: str | None) -> None:
+    """An undefined, empty, misnamed or non-RE2 exempt list is a load error that says which."""
+    error = _error(text)
+    assert fragment in str(error)
+    assert error.rule_id == rule_id
+
+
+def test_default_game_time_exempts_are_shared_by_both_english_threat_rules() -> None:
+    """The English threat rules take their game-time exempt spans from one list."""
+    rules = default_ruleset()
+    direct, veiled = rules.get("en.threat.direct"), rules.get("en.threat.veiled")
+    assert isinstance(direct, RegexRule)
+    assert isinstance(veiled, RegexRule)
+    assert direct.exempt == veiled.exempt
+    assert len(direct.exempt) >= 4
+
+
 def test_re2_itself_rejects_what_we_reject() -> None:
     """The underlying google-re2 raises (it has no fallback engine) for a back-reference."""
     with pytest.raises(re2.error):
