@@ -35,7 +35,7 @@ __all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "PROBES", "main", "probe_lines", "pro
 EVERYDAY = "everyday"
 """The category of the everyday lines."""
 EVERYDAY_SUBSETS = ("plain", "game", "report", "ordinary_sense")
-PROBES = ("probe_l", "probe_m", "probe_n")
+PROBES = ("probe_l", "probe_m", "probe_n", "probe_o")
 """The probe files of ``modelbuild/data/``, oldest first."""
 _LANGS = ("en", "zh")
 _HARMFUL_FORMS = ("plain", "disguised")
@@ -106,9 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--probe",
-        choices=("l", "m", "n"),
-        default="n",
-        help="which probe set (default: n, the newest)",
+        choices=("l", "m", "n", "o"),
+        default="o",
+        help="which probe set (default: o, the newest)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
