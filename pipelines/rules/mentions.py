@@ -11,18 +11,22 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 
 - a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *reported*,
   *blocked*, *muted*;
-- a speech verb shortly before the quote: *said*, *told me*, *wrote*, *commented*, *posted*,
-  *yelled*, *messaged*, *sent me*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊,
-  评论;
-- a condemnation: *stop saying*, *don't use*, *as an insult*, *it's not ok*, *is it allowed to*;
-  别再说, 不要骂;
-- a warning: *psa*, *warning*, *heads up*, *is a scam*, *don't click*; 提醒, 警惕, 别上当, 千万别,
-  别信, 是骗子;
+- a speech verb shortly before the quote: *said*, *told me/my sister*, *wrote*, *commented*,
+  *posted*, *yelled*, *messaged*, *keeps dming me*, *sent me*, *my friend got*, *keeps saying*,
+  *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
+- a condemnation: *stop saying*, *don't use*, *as an insult*, *it's (so) not ok*, *is it allowed
+  to*; 别再说, 不要骂;
+- a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *don't click*; 提醒, 警惕,
+  别上当, 千万别, 别信, 是骗子;
+- a call on the moderators or the police: a message that opens with *mods,* (a known way to
+  dress abuse up as a report; the model still sees the whole text), *@mods*, *went to the
+  police*, *screenshots*;
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
-  *mod note*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言; a call on the moderators or
-  a condemnation: 能不能管管, 房管快处理, 地域黑, 太恶毒, 算违法吗;
+  *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
+  a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
+  算违法吗;
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
-  racism*, *i'm not ok with*;
+  racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
 - a message received: *got a (weird) dm/message/text/comment*;
 - talk about a word: *the word/term/slur*, *what does … mean*.
 
@@ -48,16 +52,19 @@ __all__ = ["MAX_SPAN_CHARS", "blank_spans", "is_mention_frame", "mentioned_spans
 MAX_SPAN_CHARS = 200
 _EN_FRAMES = (
     # a speech verb up to 30 characters before an opening quote
-    r"\b(?:said|says|say|saying|told me|tells me|telling me|wrote|writes|writing|typed|types"
+    r"\b(?:said|says|say|saying|wrote|writes|writing|typed|types"
+    r"|(?:told|tells|telling) (?:me|him|her|them|us|my \w+|our \w+|a friend|someone|people)"
     r"|commented|comments|posted|posts|replied|replies|responded|yelled|yells|screamed|shouted"
-    r"|messaged|messages|texted|spams|spammed|spamming"
-    r"|dm'?d|dms|sent|sends|keeps? (?:saying|sending|typing|posting|spamming|writing|calling)"
-    r"|kept (?:saying|sending|typing|posting|spamming|writing|calling)"
+    r"|messaged|messages|messaging|texted|texting|spams|spammed|spamming|whispered|whispering"
+    r"|dm'?d|dms|dm'?ing|pm'?d|pm'?ing|sent|sends"
+    r"|keeps? (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing|messaging)"
+    r"|kept (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing|messaging)"
     r"|call(?:s|ed|ing)?(?: (?:me|him|her|them|us|people|someone|my \w+))?)\b[^'\"]{0,30}['\"]",
     r"\b(?:stop|quit|don'?t|do not|never|please stop|we don'?t) (?:saying|say|typing|type"
     r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
     r"\bas an? (?:insult|slur|joke|comeback)\b",
-    r"\b(?:it'?s|it is|that'?s|that is) not (?:ok|okay|cool|funny|a joke|banter|fine)\b",
+    r"\b(?:it'?s|it is|that'?s|that is)(?: so| really| just| totally| absolutely| still)? not"
+    r" (?:ok|okay|cool|funny|a joke|banter|fine)\b",
     r"\b(?:i'?m|i am|we'?re|we are) not (?:ok|okay|cool|fine|comfortable) with\b",
     # talk about filtering and naming abuse: "why did automod not catch 'n1gger'? it's a slur",
     # "saying 'gypsies are thieves' is literally racism"
@@ -66,7 +73,13 @@ _EN_FRAMES = (
     r"(?:a slur|slurs|racism|racist|sexist|homophobic|transphobic|hate speech|harassment"
     r"|bullying)\b",
     r"\bis it (?:ok|okay|allowed|normal|fine) (?:to|that|when|if)\b",
-    r"\b(?:psa|warning|heads up|fyi|beware|careful)\b",
+    r"\b(?:psa|warning|heads up|fyi|beware|careful|reminder)\b",
+    # a call on the moderators or the police: "mods, this user keeps dming me '...'", "we went to
+    # the police", "screenshots attached"
+    r"^@?(?:mods?|moderators?|admins?)(?: pls| please| help)? ?[,:!]"
+    r"|@(?:mods?|moderators?|admins?)\b"
+    r"|\b(?:went|go|going|called|calling|contacted|told) (?:to )?the (?:police|cops)\b"
+    r"|\bscreenshots?\b",
     r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
     r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
@@ -74,23 +87,30 @@ _EN_FRAMES = (
     # a moderator's or a member's rule about it: "mod note: 'kys' jokes are not allowed",
     # "timed out someone for telling people to 'go die'", "is that against tos?"
     r"\b(?:not allowed|against (?:the )?(?:rules|tos|guidelines|terms)|we don'?t tolerate"
-    r"|(?:is|are) never (?:ok|okay|fine|acceptable)|mod note|bannable)\b",
+    r"|(?:is|are) never (?:ok|okay|fine|acceptable)|mod note|bannable|counts as"
+    r"|(?:under|breaks|breaking|against|per|violates) rule (?:#|no\.? ?)?\d+)\b",
     r"\b(?:timed out|banned|kicked|warned|removed) (?:someone|somebody|a user|a guy|this guy"
     r"|a member|an account|him|her|them|people)\b",
     # a message received: "got a message 'i know where you live' from a random"
     r"\b(?:got|received|get|gets|getting) (?:a |an |this |that |these |some )?(?:weird |creepy "
     r"|random |anonymous )?(?:message|dm|text|email|comment|reply|whisper|pm|voicemail)s?\b",
+    # what someone received, quoted right after: "my friend got 'you should unalive yourself'"
+    r"\b(?:i|we|he|she|they|someone|people|my \w+|our \w+) (?:got|gets|get|received|receives"
+    r"|keeps? getting|kept getting)(?: a| the)?(?: message| dm| comment| reply| text)?"
+    r"(?: saying)? ?['\"]",
     # talk about a word: "the word 'retard' is used in music", "what does 'simp' mean"
     r"\bthe (?:word|term|phrase|slur)s?\b|\bwhat does\b.{0,40}\bmean\b",
     # a condemnation after the fact: "they called my friend a ... and laughed, disgusting"
     r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b",
 )
 _ZH_FRAMES = (
-    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",
+    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|发了|发的|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",
     r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
     r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警|别信|是骗子|骗子吧|管理员|踢了|禁言",
     # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
+    # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
+    r"群主|版主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出",
 )
 _FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
 _NAMED = re2.compile(

@@ -74,6 +74,23 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
             "immigrants are rats",
         ),
         ("how did the word filter miss 'chinks'? it is clearly a slur", "en.hate.slur", "chinks"),
+        (
+            "mods, this account keeps dming me 'send nudes' again",
+            "en.sexual.solicitation",
+            "send nudes",
+        ),
+        (
+            'some kid told my brother "i know where you live", we called the police',
+            "en.threat.veiled",
+            "i know where you live",
+        ),
+        (
+            "my cousin got 'you should unalive yourself' on her video, that's so not ok",
+            "en.self_harm.incitement",
+            "you should unalive yourself",
+        ),
+        ("reminder: 'kys' counts as encouraging self harm here", "en.self_harm.incitement", "kys"),
+        ("typing 'go die' breaks rule 3 in this server", "en.self_harm.incitement", "go die"),
         ("有个号一直刷“加V领福利”，房管处理一下", "zh.ad.add_contact", "加V领福利"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
     ],
@@ -91,6 +108,9 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.threat.direct" in _ids("someone wrote 'whatever', i'll stab you")
     assert "en.threat.direct" in _ids("the word 'mercy' is not in my vocabulary, i'll stab you")
     assert "zh.offensive.profanity" in _ids("有人说你是傻逼")  # no call on moderators: no frame
+    # "mods" only frames a message that opens by addressing them; "got 'em" is no received quote
+    assert "en.self_harm.incitement" in _ids("mods are useless, 'kys' all of you")
+    assert "en.self_harm.incitement" in _ids("got 'em lol 'kys'")
 
 
 def test_urgent_categories_keep_their_hits_in_mentions() -> None:
