@@ -50,6 +50,8 @@ WRITTEN_FILES = (
     "zh_round3",
     "en_round4",
     "zh_round4",
+    "en_round5",
+    "zh_round5",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a

@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (41015, "1b98a0f25706e2b76100a1a2ff3a695a6d84f6d78f8fa3fb6e9ff11b0546b109"),
-    "toxicity": (51579, "d917abae6a63dcc8212738c2efe9fa7bc5dde7d9884bf53e8282580e4bc6d7bb"),
+    "intent": (42242, "154fa7f5c8c6faff0dd34922d29e656f220f099a018f7642b005160359f61dda"),
+    "toxicity": (52806, "f8004383a4c209870747db91b35e6fe70b8f994abbd67b4cccb52e3d27c49097"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 

@@ -53,6 +53,8 @@ def test_every_written_file_loads_with_its_provenance_and_both_kinds_of_label() 
             assert labels == {"offensive", "hate", "spam", "advertisement"}
         elif name.endswith("_round4"):  # hate and belittling beside talk of the same groups
             assert labels == {"benign", "offensive", "hate"}
+        elif name.endswith("_round5"):  # everyday chat beside harm in ordinary words
+            assert {"benign", "offensive"} <= labels <= {"benign", "offensive", "hate"}
         else:  # contrastive pairs: harm in ordinary words beside benign lines on its topics
             assert labels == {"benign", "offensive", "spam"}
     assert len(written_lines()) == sum(len(written_file(n).lines) for n in WRITTEN_FILES)
