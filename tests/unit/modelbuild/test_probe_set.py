@@ -23,9 +23,9 @@ def _with_canonical(texts: set[str]) -> set[str]:
 def test_every_category_has_forty_plain_and_twenty_disguised_lines_per_language(
     name: str,
 ) -> None:
-    """Sizes that give a rate per category: 40 plain, 20 disguised, in English and Chinese (probes
-    M and O lost up to four of a list that equalled a dev-set or training line); everyday lines in four
-    subsets; no line twice."""
+    """Sizes that give a rate per category: 40 plain, 20 disguised, in English and Chinese
+    (probes M and O lost up to four of a list that equalled a dev-set or training line);
+    everyday lines in four subsets; no line twice."""
     lines = probe_lines(name)
     harmful = Counter((e.lang, e.category, e.form) for e in lines if e.harmful)
     assert all(
