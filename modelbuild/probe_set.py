@@ -1,12 +1,12 @@
-"""``python -m modelbuild.probe_set [--probe l|m|n]``: the whole decision on a probe set, lines no
+"""``python -m modelbuild.probe_set [--probe l|m|n|o]``: the whole decision on a probe set, lines no
 build was tuned to.
 
-``modelbuild/data/probe_<l|m|n>.toml`` (their provenance and layout are inside them) hold harmful
+``modelbuild/data/probe_<l|m|n|o>.toml`` (their provenance and layout are inside them) hold harmful
 lines per language and category, plain and disguised by hand, and everyday lines: plain chat,
 game banter, reports of received abuse and ordinary senses of profane words. Probe L was written
 by the fourth issue-20 session (read since); probe M by writers that never saw the repository,
-for the fifth (read since its final measurement); probe N likewise for the sixth (``--probe n``,
-the default). Each line takes the
+for the fifth (read since its final measurement); probe N likewise for the sixth (read since),
+probe O for the seventh (the default: the newest of :data:`PROBES`). Each line takes the
 worker's path (:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served
 ``moderation`` model's code in process, the policy with default thresholds) and is graded as the
 dev set is (:mod:`modelbuild.decision_grading`): caught = flag or block; an everyday line is a
@@ -104,11 +104,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the built model repository (default: the project's model_repository/)",
     )
+    letters = [p.removeprefix("probe_") for p in PROBES]
     parser.add_argument(
         "--probe",
-        choices=("l", "m", "n", "o"),
-        default="o",
-        help="which probe set (default: o, the newest)",
+        choices=letters,
+        default=letters[-1],
+        help=f"which probe set (default: {letters[-1]}, the newest)",
     )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)

@@ -56,8 +56,10 @@ WRITTEN_FILES = (
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
 third round of contrastive sets (everyday lines the heads flagged as a class beside harm in
-ordinary words) and a fourth (hate and belittling in ordinary words beside neutral talk about
-the same identities)."""
+ordinary words), a fourth (hate and belittling in ordinary words beside neutral talk about
+the same identities) and a fifth (short check-ins, low moods, friendly competition and
+moderation talk beside harassment, threats, self-harm and sexual harassment in ordinary
+words)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

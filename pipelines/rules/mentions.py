@@ -57,8 +57,8 @@ _EN_FRAMES = (
     r"|commented|comments|posted|posts|replied|replies|responded|yelled|yells|screamed|shouted"
     r"|messaged|messages|messaging|texted|texting|spams|spammed|spamming|whispered|whispering"
     r"|dm'?d|dms|dm'?ing|pm'?d|pm'?ing|sent|sends"
-    r"|keeps? (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing|messaging)"
-    r"|kept (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing|messaging)"
+    r"|(?:keeps?|kept) (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing"
+    r"|messaging)"
     r"|call(?:s|ed|ing)?(?: (?:me|him|her|them|us|people|someone|my \w+))?)\b[^'\"]{0,30}['\"]",
     r"\b(?:stop|quit|don'?t|do not|never|please stop|we don'?t) (?:saying|say|typing|type"
     r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
