@@ -37,7 +37,9 @@ a warning names as a scam ("psa: the free nitro dm is a scam", "提醒: 兼职�
 a group of people, "河南人都是骗子" is a smear), what a report says someone was called ("he
 called me a retard in voice chat", "他骂我傻逼"), what someone said in a Chinese report
 ("有人在群里说河南人都是骗子, 能不能管管") and what a condemnation says
-someone is told to do ("it's not ok to tell someone to go die"). Spans are at most 200
+someone is told to do ("it's not ok to tell someone to go die"), what a condemnation tells people
+to stop writing ("please stop posting kys as a joke") and what talk about the filter says it let
+through ("the n word got filtered but spic didnt"). Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
 
@@ -140,6 +142,13 @@ _NAMED = re2.compile(
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
+    # what a condemnation tells people to stop writing: "please stop posting kys as a joke"
+    r"|\b(?:stop|quit|don'?t|do not|never|please stop) (?:saying|typing|writing|using|posting"
+    r"|spamming) ((?:[^\s,.!?;]+ ?){1,3})"
+    # what talk about the filter says it let through: "the n word got filtered but spic didnt"
+    r"|\b(?:filtered|censored|blocked|flagged|caught)\b[^.!?;]{0,30}\bbut ((?:[^\s,.!?;]+ ?){1,3})"
+    r"(?:didn'?t|doesn'?t|isn'?t|wasn'?t|did not|does not|is not|was not|got through"
+    r"|gets through)\b"
 )
 _BRACKETED = re2.compile(
     f'"[^"]{{1,{MAX_SPAN_CHARS}}}"|「[^」]{{1,{MAX_SPAN_CHARS}}}」|『[^』]{{1,{MAX_SPAN_CHARS}}}』'

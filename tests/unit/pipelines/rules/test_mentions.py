@@ -91,6 +91,8 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ),
         ("reminder: 'kys' counts as encouraging self harm here", "en.self_harm.incitement", "kys"),
         ("typing 'go die' breaks rule 3 in this server", "en.self_harm.incitement", "go die"),
+        ("please quit typing kys in general, it's not funny", "en.self_harm.incitement", "kys"),
+        ("automod filtered my username but chink got through??", "en.hate.slur", "you chink"),
         ("有个号一直刷“加V领福利”，房管处理一下", "zh.ad.add_contact", "加V领福利"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
     ],
@@ -111,6 +113,8 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     # "mods" only frames a message that opens by addressing them; "got 'em" is no received quote
     assert "en.self_harm.incitement" in _ids("mods are useless, 'kys' all of you")
     assert "en.self_harm.incitement" in _ids("got 'em lol 'kys'")
+    # a condemnation's object is a mention, not a comma's aftermath: "stop posting, kys"
+    assert "en.self_harm.incitement" in _ids("stop posting, kys")
 
 
 def test_urgent_categories_keep_their_hits_in_mentions() -> None:
