@@ -24,7 +24,7 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
   *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
   a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
-  算违法吗;
+  算违法吗, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
 - a message received: *got a (weird) dm/message/text/comment*;
@@ -39,7 +39,8 @@ called me a retard in voice chat", "他骂我傻逼"), what someone said in a Ch
 ("有人在群里说河南人都是骗子, 能不能管管") and what a condemnation says
 someone is told to do ("it's not ok to tell someone to go die"), what a condemnation tells people
 to stop writing ("please stop posting kys as a joke") and what talk about the filter says it let
-through ("the n word got filtered but spic didnt"). Spans are at most 200
+through ("the n word got filtered but spic didnt") and the ad a Chinese report names
+("这人一直发约炮广告"). Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
 
@@ -113,6 +114,8 @@ _ZH_FRAMES = (
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
     r"群主|版主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出",
+    # a message that opens by calling on the moderators: "管理, 这个人在刷…"
+    r"^(?:管理|房管|群管)[,:!]",
 )
 _FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
 _NAMED = re2.compile(
@@ -142,6 +145,9 @@ _NAMED = re2.compile(
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
+    # what a Chinese report names as the ad someone posts: "这人一直发约炮广告", "严查这些博彩广告"
+    r"|(?:发|刷|打|挂|贴|查|举报|这些|那些|这种|那种|各种)(?:了|的)?(?:一堆|很多|好多|一些|满屏)?"
+    r"([^,.!?;\s]{1,12}?)的?小?(?:广告|暗语)"
     # what a condemnation tells people to stop writing: "please stop posting kys as a joke"
     r"|\b(?:stop|quit|don'?t|do not|never|please stop) (?:saying|typing|writing|using|posting"
     r"|spamming) ((?:[^\s,.!?;]+ ?){1,3})"

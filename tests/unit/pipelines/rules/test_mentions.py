@@ -94,6 +94,8 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ("please quit typing kys in general, it's not funny", "en.self_harm.incitement", "kys"),
         ("automod filtered my username but chink got through??", "en.hate.slur", "you chink"),
         ("有个号一直刷“加V领福利”，房管处理一下", "zh.ad.add_contact", "加V领福利"),
+        ("群里有人天天刷约炮的小广告，管理员管管", "zh.sexual.solicitation", "约炮"),
+        ("管理，有个号在刷代开发票的广告", "zh.spam.invoice", "代开发票"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
     ],
 )
@@ -115,6 +117,8 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.self_harm.incitement" in _ids("got 'em lol 'kys'")
     # a condemnation's object is a mention, not a comma's aftermath: "stop posting, kys"
     assert "en.self_harm.incitement" in _ids("stop posting, kys")
+    # naming an ad in a report leaves what the writer adds: the contact still hits
+    assert "zh.ad.add_contact" in _ids("有人发约炮广告，举报了，想要的加我微信abc123")
 
 
 def test_urgent_categories_keep_their_hits_in_mentions() -> None:
