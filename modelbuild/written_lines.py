@@ -52,6 +52,9 @@ WRITTEN_FILES = (
     "zh_round4",
     "en_round5",
     "zh_round5",
+    "en_round6_a",
+    "en_round6_b",
+    "zh_round6",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
@@ -59,7 +62,9 @@ third round of contrastive sets (everyday lines the heads flagged as a class bes
 ordinary words), a fourth (hate and belittling in ordinary words beside neutral talk about
 the same identities) and a fifth (short check-ins, low moods, friendly competition and
 moderation talk beside harassment, threats, self-harm and sexual harassment in ordinary
-words)."""
+words) and a sixth (encouragement, care, money and work news, community and filter talk, scam
+warnings, health, hobbies, dating and safe talk about self-harm beside sexual solicitation,
+self-harm, casual scams and ads; 日常词辱骂, 性内容 and reports quoting abuse in Chinese)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

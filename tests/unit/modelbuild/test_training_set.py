@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (42242, "154fa7f5c8c6faff0dd34922d29e656f220f099a018f7642b005160359f61dda"),
-    "toxicity": (52806, "f8004383a4c209870747db91b35e6fe70b8f994abbd67b4cccb52e3d27c49097"),
+    "intent": (44043, "969942a3d70033e3e1481ccb0f21682fb83969fe6fd8ac7937ccc670d1e25fe0"),
+    "toxicity": (54407, "d23f3d4db41078ade4b8b95eee03e80d8d16114f851810f3de893356c0f0a82b"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
