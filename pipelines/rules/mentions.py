@@ -9,13 +9,13 @@ still sees the whole text.
 
 A span counts only inside a *mention frame*, searched in the canonical text:
 
-- a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *reported*,
-  *blocked*, *muted*;
+- a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *report (it)*,
+  *reported*, *blocked*, *muted*;
 - a speech verb shortly before the quote: *said*, *told me/my sister*, *wrote*, *commented*,
   *posted*, *yelled*, *messaged*, *keeps dming me*, *sent me*, *my friend got*, *keeps saying*,
   *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
 - a condemnation: *stop saying*, *don't use*, *as an insult*, *it's (so) not ok*, *is it allowed
-  to*; 别再说, 不要骂;
+  to*, *still allowed*, *tired of*, *sick of*, *the amount of*, *stop with*; 别再说, 不要骂;
 - a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *don't click*; 提醒, 警惕,
   别上当, 千万别, 别信, 是骗子;
 - a call on the moderators or the police: a message that opens with *mods,* (a known way to
@@ -39,8 +39,11 @@ called me a retard in voice chat", "他骂我傻逼"), what someone said in a Ch
 ("有人在群里说河南人都是骗子, 能不能管管") and what a condemnation says
 someone is told to do ("it's not ok to tell someone to go die"), what a condemnation tells people
 to stop writing ("please stop posting kys as a joke") and what talk about the filter says it let
-through ("the n word got filtered but spic didnt") and the ad a Chinese report names
-("这人一直发约炮广告"). Spans are at most 200
+through ("the n word got filtered but spic didnt"), what others keep spamming ("so tired of
+people spamming kys in chat"), the jokes a complaint asks people to drop ("stop with the ...
+jokes"), what someone asks to add to the filter, what a report says someone calls another ("if
+someone calls you a ..., report them") and the ad a Chinese report names ("这人一直发约炮广告").
+Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
 
@@ -83,7 +86,10 @@ _EN_FRAMES = (
     r"|@(?:mods?|moderators?|admins?)\b"
     r"|\b(?:went|go|going|called|calling|contacted|told) (?:to )?the (?:police|cops)\b"
     r"|\bscreenshots?\b",
-    r"\b(?:reported|reporting|blocked|muted|screenshotted)\b",
+    r"\b(?:reports?|reported|reporting|blocked|muted|screenshotted)\b",
+    # a complaint about what others say: "why is '...' still allowed here", "so tired of people
+    # spamming ...", "the amount of '...' on eu servers", "please stop with the ... jokes"
+    r"\b(?:allowed|tolerated|tired of|sick of|fed up with|the amount of|stop with)\b",
     r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
     r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
@@ -148,6 +154,21 @@ _NAMED = re2.compile(
     # what a Chinese report names as the ad someone posts: "这人一直发约炮广告", "严查这些博彩广告"
     r"|(?:发|刷|打|挂|贴|查|举报|这些|那些|这种|那种|各种)(?:了|的)?(?:一堆|很多|好多|一些|满屏)?"
     r"([^,.!?;\s]{1,12}?)的?小?(?:广告|暗语)"
+    # what others keep spamming or saying, unquoted: "so tired of people spamming kys in chat",
+    # "who keeps posting sub4sub everywhere"
+    r"|\b(?:spamming|spams|spammed"
+    r"|(?:keeps?|kept) (?:saying|typing|posting|using|writing|spamming))"
+    r" ((?:[^\s,.!?;'\"]+ ?){1,3}?)(?: (?:in|on|at|everywhere|every|all|to|again)\b|[,.!?]|$)"
+    # what a complaint asks people to drop or the filter to catch: "stop with the ... jokes",
+    # "can we add kys to the automod list"
+    r"|\bstop with (?:the|those|these|your|all the|all those) ((?:[^\s,.!?;]+ ?){1,3}?) ?"
+    r"(?:jokes?|comments?|stuff|talk|memes?|posts?|slurs?|insults?|crap)\b"
+    r"|\b(?:add|adding|added|put|putting) ((?:[^\s,.!?;]+ ?){1,3}?) (?:to|on|in) (?:the )?"
+    r"(?:automod|auto mod|filter|word filter|blocked words|banned words|blacklist|blocklist)\b"
+    # what someone calls another person, in advice or a report: "if someone calls you a ... just
+    # report them"
+    r"|\b(?:someone|somebody|anyone|people|they|he|she|a guy|this guy|a user) (?:calls?|called"
+    r"|calling) you (?:a |an )?((?:[^\s,.!?;]+ ?){1,3})"
     # what a condemnation tells people to stop writing: "please stop posting kys as a joke"
     r"|\b(?:stop|quit|don'?t|do not|never|please stop) (?:saying|typing|writing|using|posting"
     r"|spamming) ((?:[^\s,.!?;]+ ?){1,3})"

@@ -94,6 +94,16 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ("please quit typing kys in general, it's not funny", "en.self_harm.incitement", "kys"),
         ("automod filtered my username but chink got through??", "en.hate.slur", "you chink"),
         ("有个号一直刷“加V领福利”，房管处理一下", "zh.ad.add_contact", "加V领福利"),
+        ("so sick of people spamming kys in every lobby", "en.self_harm.incitement", "kys"),
+        ("why is 'go die' still allowed in here?", "en.self_harm.incitement", "go die"),
+        (
+            "can someone report the user sending 'i know where you live' to my sister",
+            "en.threat.veiled",
+            "i know where you live",
+        ),
+        ("can the mods please stop with the retard jokes", "en.offensive.insult", "retard jokes"),
+        ("we should add kys to the word filter", "en.self_harm.incitement", "kys"),
+        ("if a guy calls you a chink in voice just report him", "en.hate.slur", "you chink"),
         ("群里有人天天刷约炮的小广告，管理员管管", "zh.sexual.solicitation", "约炮"),
         ("管理，有个号在刷代开发票的广告", "zh.spam.invoice", "代开发票"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
@@ -117,6 +127,10 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.self_harm.incitement" in _ids("got 'em lol 'kys'")
     # a condemnation's object is a mention, not a comma's aftermath: "stop posting, kys"
     assert "en.self_harm.incitement" in _ids("stop posting, kys")
+    # a complaint's frame does not excuse abuse outside what it names
+    assert "en.self_harm.incitement" in _ids("kys, and report me if you want")
+    assert "en.offensive.insult" in _ids("stop with the crying, you retard")
+    assert "en.self_harm.incitement" in _ids("the amount of hate here, kys all of you")
     # naming an ad in a report leaves what the writer adds: the contact still hits
     assert "zh.ad.add_contact" in _ids("有人发约炮广告，举报了，想要的加我微信abc123")
 
@@ -130,4 +144,6 @@ def test_urgent_categories_keep_their_hits_in_mentions() -> None:
 def test_keyword_exempt_spans_leave_ordinary_senses() -> None:
     """A keyword rule's exempt span blanks the ordinary sense only: the slur elsewhere hits."""
     assert "en.hate.slur" not in _ids("we found a chink in their armour")
+    assert "en.hate.slur" not in _ids("a chink of light under the door")
+    assert "en.hate.slur" not in _ids("we cut faggots of birch for the bonfire")
     assert "en.hate.slur" in _ids("a chink in the armour, you chink")
