@@ -24,7 +24,7 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
   *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
   a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
-  算违法吗, and a message opening 管理, (or 房管, 群管,);
+  算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
 - a message received: *got a (weird) dm/message/text/comment*;
@@ -42,7 +42,9 @@ to stop writing ("please stop posting kys as a joke") and what talk about the fi
 through ("the n word got filtered but spic didnt"), what others keep spamming ("so tired of
 people spamming kys in chat"), the jokes a complaint asks people to drop ("stop with the ...
 jokes"), what someone asks to add to the filter, what a report says someone calls another ("if
-someone calls you a ..., report them") and the ad a Chinese report names ("这人一直发约炮广告").
+someone calls you a ..., report them"), the ad a Chinese report names ("这人一直发约炮广告"), what
+someone keeps saying or spamming there ("一直在公屏说…", "用…刷屏"), a text message received and
+a scam's cover ("以…为名").
 Spans are at most 200
 characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
 """
@@ -120,6 +122,8 @@ _ZH_FRAMES = (
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
     r"群主|版主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出",
+    # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
+    r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
     r"^(?:管理|房管|群管)[,:!]",
 )
@@ -139,7 +143,15 @@ _NAMED = re2.compile(
     r"|\b(?:got|get|gets|was|were|been|being|keep getting) called (?:a |an |the )?"
     r"((?:[^\s,.!?;]+ ?){1,3})"
     r"|\bsaid (?:that )?(?:i'?m|i am|i was) (?:a |an |the )?((?:[^\s,.!?;]+ ?){1,3})"
-    r"|(?:骂|说)(?:我|他|她|别人|人|我们)(?:是)?(?:个|一个)?([^\s,.!?;]{1,6})"
+    r"|(?:骂|说)(?:我|他|她|别人|人|我们|楼主|楼上|主播|up主|大家|新人|我朋友|我同学)(?:是)?"
+    r"(?:个|一个)?([^\s,.!?;]{1,6})"
+    # what someone keeps saying or spamming, however the report names them: "一直在公屏说…",
+    # "用nmsl刷屏", a text message received, a scam's cover: "以兼职刷单为名"
+    r"|(?:一直|老是|天天|总是)(?:在[^,.!?;]{1,8})?(?:说|讲|刷|发|喊|骂)(?:我|你|他|她)?(?:是)?"
+    r"([^,.!?;]{1,30})"
+    r"|用([^,.!?;]{1,12})刷屏"
+    r"|收到(?:了)?(?:一条|一个|条|个)?(?:短信|消息|私信|电话|邮件)(?:说|讲)([^.!?;]{1,40})"
+    r"|以([^,.!?;]{1,12})为名"
     # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
     r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人)(?:在[^,.!?;]{1,8})?"
     r"(?:一直|老是|天天|总是|又|还)?(?:说|讲|刷|发|喊)(?:我|你)?(?:是)?([^,.!?;]{1,30})"

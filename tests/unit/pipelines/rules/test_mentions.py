@@ -104,6 +104,15 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ("can the mods please stop with the retard jokes", "en.offensive.insult", "retard jokes"),
         ("we should add kys to the word filter", "en.self_harm.incitement", "kys"),
         ("if a guy calls you a chink in voice just report him", "en.hate.slur", "you chink"),
+        (
+            "有个人一直在弹幕里说东北人都是骗子，房管处理一下",
+            "zh.hate.group_smear",
+            "东北人都是骗子",
+        ),
+        ("有人在评论区骂楼主是傻逼，已举报", "zh.offensive.profanity", "傻逼"),
+        ("收到个短信说账户异常让我加微信核实，肯定是诈骗", "zh.ad.add_contact", "加微信核实"),
+        ("提醒一下，有人以刷单返利为名骗钱", "zh.spam.brushing", "刷单返利"),
+        ("有人说新疆人都是小偷，这种言论太离谱", "zh.hate.group_smear", "新疆人都是小偷"),
         ("群里有人天天刷约炮的小广告，管理员管管", "zh.sexual.solicitation", "约炮"),
         ("管理，有个号在刷代开发票的广告", "zh.spam.invoice", "代开发票"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
@@ -131,6 +140,8 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.self_harm.incitement" in _ids("kys, and report me if you want")
     assert "en.offensive.insult" in _ids("stop with the crying, you retard")
     assert "en.self_harm.incitement" in _ids("the amount of hate here, kys all of you")
+    # a warning about scams does not excuse the contact it gives itself
+    assert "zh.ad.add_contact" in _ids("防诈骗提醒，加微信abc123领补贴")
     # naming an ad in a report leaves what the writer adds: the contact still hits
     assert "zh.ad.add_contact" in _ids("有人发约炮广告，举报了，想要的加我微信abc123")
 
