@@ -55,6 +55,8 @@ WRITTEN_FILES = (
     "en_round6_a",
     "en_round6_b",
     "zh_round6",
+    "en_round6_c",
+    "zh_round6_b",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
@@ -64,7 +66,8 @@ the same identities) and a fifth (short check-ins, low moods, friendly competiti
 moderation talk beside harassment, threats, self-harm and sexual harassment in ordinary
 words) and a sixth (encouragement, care, money and work news, community and filter talk, scam
 warnings, health, hobbies, dating and safe talk about self-harm beside sexual solicitation,
-self-harm, casual scams and ads; 日常词辱骂, 性内容 and reports quoting abuse in Chinese)."""
+self-harm, casual scams and ads; 日常词辱骂, 性内容 and reports quoting abuse in Chinese;
+then, after probe P's end grading, harassment in ordinary words and Chinese game slang)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (44043, "969942a3d70033e3e1481ccb0f21682fb83969fe6fd8ac7937ccc670d1e25fe0"),
-    "toxicity": (54407, "d23f3d4db41078ade4b8b95eee03e80d8d16114f851810f3de893356c0f0a82b"),
+    "intent": (44381, "23508d8eb39f717f44005a01c0c9f17f3925b318f4d61e7ab5bc7fb2d741637d"),
+    "toxicity": (54745, "ed476b3784f71cbfc680002bab85ef21e3041aee3a072a9b4de83051347b65b4"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
