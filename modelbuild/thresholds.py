@@ -16,6 +16,10 @@ policy) on two sets the build never trains on:
   the written everyday lines (``written/*_everyday.toml``: plain chat, game banter, reports,
   ordinary senses, by the same writers as their training lines).
 
+``--with-probes l,m,n,o,p`` adds read probes' lines (``modelbuild/data/probe_*.toml``, harmful
+and everyday) to both sets: the dev set alone no longer separates candidates that differ on a
+few lines. Only probes already read belong there; the newest probe measures.
+
 No flag threshold below 0.40 is considered: too few everyday lines to see what it would cost.
 
 Rules and model run once; each combination is then a vectorised copy of the policy's flag rule
@@ -45,6 +49,7 @@ from modelbuild import datasets
 from modelbuild.build import SEED
 from modelbuild.decision_grading import is_caught, is_false_positive
 from modelbuild.devset import read_devset
+from modelbuild.probe_set import PROBES, probe_lines
 from modelbuild.settings import ModelToolSettings
 from modelbuild.sources import fetch_all
 from modelbuild.training_data import template_lines
@@ -55,7 +60,7 @@ from pipelines.rule_hits import RuleAction, RuleOutcome, Severity
 from pipelines.scores import ModelScores
 from pipelines.severe_harm import is_severe
 
-__all__ = ["GRID", "Choice", "Lines", "choose", "main", "sweep_lines"]
+__all__ = ["GRID", "Choice", "Lines", "choose", "main", "probe_rows", "sweep_lines"]
 
 GRID = tuple(round(0.40 + 0.05 * i, 2) for i in range(11))
 """Candidate values of every flag threshold: 0.40 to 0.90."""
@@ -231,6 +236,17 @@ def _everyday_lines() -> list[tuple[str, str]]:
     return out
 
 
+def probe_rows(letters: str) -> list[tuple[str, str, bool]]:
+    """(text, language, harmful) of the probes named by ``letters`` ("l,m,n"): read probes that
+    may join the dev set for choosing thresholds. A probe that helps choose stops being a clean
+    measure, so only probes already read (graded at the end of their session) belong here."""
+    names = [f"probe_{letter.strip()}" for letter in letters.split(",") if letter.strip()]
+    unknown = [name for name in names if name not in PROBES]
+    if unknown:
+        raise ValueError(f"{unknown} are not probes; they are {list(PROBES)}")
+    return [(line.text, line.lang, line.harmful) for name in names for line in probe_lines(name)]
+
+
 def _line(name: str, got: Choice) -> str:
     t = got.thresholds
     return (
@@ -254,12 +270,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the false-positive budget on the everyday lines (default: what the policy's "
         "current defaults give, so the choice catches more without flagging more)",
     )
+    parser.add_argument(
+        "--with-probes",
+        default="",
+        metavar="LETTERS",
+        help="also grade on these read probes' lines, harmful and everyday (for example "
+        "l,m,n,o,p): more lines than the dev set alone, at the price of those probes' "
+        "cleanliness; never name the newest, unread probe",
+    )
     args = parser.parse_args(argv)
     dev = read_devset()
     everyday = _everyday_lines()
-    texts = [e.text for e in dev] + [t for t, _ in everyday]
-    harmful = [e.harmful for e in dev] + [False] * len(everyday)
-    langs = [e.lang for e in dev] + [lang for _, lang in everyday]
+    probes = probe_rows(args.with_probes)
+    texts = [e.text for e in dev] + [t for t, _ in everyday] + [t for t, _, _ in probes]
+    harmful = [e.harmful for e in dev] + [False] * len(everyday) + [h for _, _, h in probes]
+    langs = [e.lang for e in dev] + [lang for _, lang in everyday] + [lang for _, lang, _ in probes]
     scorer = served_scorer(args.repository or project_root() / "model_repository")
     lines, decided = sweep_lines(texts, harmful, langs, scorer)
     base = PolicyThresholds()

@@ -102,8 +102,9 @@ class PolicyThresholds:
     1.8 % of 1,319 everyday lines flagged (the split-int8 CPU encoder;
     ``model_repository/moderation/MODEL_CARD.md``). Since the intent head is trained at natural
     class frequencies (2026-12-06) its spam probabilities run lower: ``flag_spam`` 0.40 (was
-    0.65), chosen on the dev set, the read probes L-O and the held-out written lines together
-    (the dev set alone no longer separates the candidates): the same dev-set catch, the probes'
+    0.65), chosen on the dev set, the read probes and the held-out lines together
+    (``python -m modelbuild.thresholds --with-probes l,m,n,o,p`` keeps all four defaults; the dev
+    set alone no longer separates the candidates): the same dev-set catch, the probes L-O's
     English everyday lines flagged 0.7 % (1.1 % at balanced classes and 0.65)."""
 
     block_hate: float = 0.85

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from modelbuild.thresholds import choose, grade, sweep_lines
+from modelbuild.probe_set import probe_lines
+from modelbuild.thresholds import choose, grade, probe_rows, sweep_lines
 from pipelines.policy import PolicyThresholds
 from pipelines.scores import ModelScores
 
@@ -63,3 +64,17 @@ def test_an_impossible_budget_is_refused() -> None:
     lines, _ = sweep_lines(texts, [True, False], ["en", "en"], TableScorer())
     with pytest.raises(ValueError, match="no thresholds"):
         choose(lines, replace(PolicyThresholds()), max_everyday_fpr=0.0)
+
+
+def test_probe_rows_joins_the_named_read_probes_with_their_labels() -> None:
+    """``--with-probes l,m`` adds both probes' lines, harmful and everyday, in order."""
+    rows = probe_rows("l, m")
+    expected = [*probe_lines("probe_l"), *probe_lines("probe_m")]
+    assert rows == [(line.text, line.lang, line.harmful) for line in expected]
+    assert {harmful for _, _, harmful in rows} == {True, False}
+    assert probe_rows("") == []
+
+
+def test_probe_rows_refuses_a_name_that_is_no_probe() -> None:
+    with pytest.raises(ValueError, match="probe_z"):
+        probe_rows("l,z")
