@@ -281,10 +281,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     dev = read_devset()
     everyday = _everyday_lines()
-    probes = probe_rows(args.with_probes)
-    texts = [e.text for e in dev] + [t for t, _ in everyday] + [t for t, _, _ in probes]
-    harmful = [e.harmful for e in dev] + [False] * len(everyday) + [h for _, _, h in probes]
-    langs = [e.lang for e in dev] + [lang for _, lang in everyday] + [lang for _, lang, _ in probes]
+    rows = [
+        *((e.text, e.lang, e.harmful) for e in dev),
+        *((text, lang, False) for text, lang in everyday),
+        *probe_rows(args.with_probes),
+    ]
+    texts = [text for text, _, _ in rows]
+    langs = [lang for _, lang, _ in rows]
+    harmful = [flag for _, _, flag in rows]
     scorer = served_scorer(args.repository or project_root() / "model_repository")
     lines, decided = sweep_lines(texts, harmful, langs, scorer)
     base = PolicyThresholds()

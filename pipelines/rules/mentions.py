@@ -44,9 +44,8 @@ people spamming kys in chat"), the jokes a complaint asks people to drop ("stop 
 jokes"), what someone asks to add to the filter, what a report says someone calls another ("if
 someone calls you a ..., report them"), the ad a Chinese report names ("这人一直发约炮广告"), what
 someone keeps saying or spamming there ("一直在公屏说…", "用…刷屏"), a text message received and
-a scam's cover ("以…为名").
-Spans are at most 200
-characters. Without a frame a quote is just a quote: "'kys' lol" is still incitement.
+a scam's cover ("以…为名"). Spans are at most 200 characters. Without a frame a quote is just a
+quote: "'kys' lol" is still incitement.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def test_every_written_file_loads_with_its_provenance_and_both_kinds_of_label() 
             assert labels == {"benign", "offensive", "hate"}
         elif name.endswith("_round5"):  # everyday chat beside harm in ordinary words
             assert {"benign", "offensive"} <= labels <= {"benign", "offensive", "hate"}
-        elif "_round6" in name:  # everyday chat (a), beside solicitation, self-harm, spam (b, zh)
+        elif "_round6" in name:  # everyday chat beside solicitation, self-harm, spam, harassment
             assert "benign" in labels
             assert labels <= {"benign", "offensive", "spam", "advertisement"}
         else:  # contrastive pairs: harm in ordinary words beside benign lines on its topics
