@@ -27,8 +27,10 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
-- a message received: *got a (weird) dm/message/text/comment*;
-- talk about a word: *the word/term/slur*, *what does … mean*.
+- a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
+- talk about a word: *the word/term/slur*, *what does … mean*; a message named and quoted (*the
+  message '…'*); the moderators' word lists (*banned words*, *word list*);
+- a warning not to follow it: 别点, 不要扫, 千万别加.
 
 Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「…」``, ``『…』`` and
 ``'…'`` when the quote opens at the start of a word and closes at its end (so the apostrophes
@@ -43,9 +45,14 @@ through ("the n word got filtered but spic didnt"), what others keep spamming ("
 people spamming kys in chat"), the jokes a complaint asks people to drop ("stop with the ...
 jokes"), what someone asks to add to the filter, what a report says someone calls another ("if
 someone calls you a ..., report them"), the ad a Chinese report names ("这人一直发约炮广告"), what
-someone keeps saying or spamming there ("一直在公屏说…", "用…刷屏"), a text message received and
-a scam's cover ("以…为名"). Spans are at most 200 characters. Without a frame a quote is just a
-quote: "'kys' lol" is still incitement.
+someone keeps saying or spamming there ("一直在公屏说…", "用…刷屏", "他在每个帖子下面都刷…"), a
+text message received and a scam's cover ("以…为名"), what someone else told the writer to do
+("to the guy who told me to …: reported"; never "i told you to …"), the word or message a report
+names ("banned a user for the word …", "i reported the … message"), what the filter should
+catch ("can automod catch … with spaces"), what is not on the word list yet ("why is … not on the
+banned word list") and what someone sent the writer in a Chinese report ("有人私信给我发了一堆…").
+Spans are at most 200 characters; overlapping spans are blanked as one. Without a frame a quote
+is just a quote: "'kys' lol" is still incitement.
 """
 
 from __future__ import annotations
@@ -110,6 +117,12 @@ _EN_FRAMES = (
     r"(?: saying)? ?['\"]",
     # talk about a word: "the word 'retard' is used in music", "what does 'simp' mean"
     r"\bthe (?:word|term|phrase|slur)s?\b|\bwhat does\b.{0,40}\bmean\b",
+    # a message named and quoted: "if anyone sees the message 'i'm going to end it' please call her"
+    r"\b(?:the|that|this|his|her|their) (?:message|dm|text|comment|post|msg|whisper|reply"
+    r"|voicemail|note|status)s? (?:saying |that said |that says )?['\"]",
+    # the moderators' word lists: "why isn't ... on the banned word list yet"
+    r"\b(?:banned|blocked|filtered|forbidden|bad) (?:word|words|phrase|phrases|list)\b"
+    r"|\bword ?list\b",
     # a condemnation after the fact: "they called my friend a ... and laughed, disgusting"
     r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b",
 )
@@ -117,6 +130,11 @@ _ZH_FRAMES = (
     r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|发了|发的|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",
     r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
     r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警|别信|是骗子|骗子吧|管理员|踢了|禁言",
+    # a warning not to follow a link or code: "别点", "不要扫"
+    r"(?:别|不要|千万别|千万不要)(?:点|扫|加|回|转发)",
+    # a message received from someone, in a report: "有人私信给我发了一堆…", "那个人私聊我说…"
+    r"(?:有人|有个人|那个人|这个人|某人|对方|陌生人|有个号|一个号)(?:在[^,.!?;]{1,8})?"
+    r"(?:私信|私聊|发消息|留言)(?:给)?我",
     # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
@@ -152,13 +170,35 @@ _NAMED = re2.compile(
     r"|收到(?:了)?(?:一条|一个|条|个)?(?:短信|消息|私信|电话|邮件)(?:说|讲)([^.!?;]{1,40})"
     r"|以([^,.!?;]{1,12})为名"
     # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
-    r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人)(?:在[^,.!?;]{1,8})?"
-    r"(?:一直|老是|天天|总是|又|还)?(?:说|讲|刷|发|喊)(?:我|你)?(?:是)?([^,.!?;]{1,30})"
+    r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人|他|她|这人|那人)"
+    r"(?:在[^,.!?;]{1,8})?(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊)(?:我|你)?(?:是)?"
+    r"([^,.!?;]{1,30})"
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
     # reported", "some creep asked me how much for a night, blocked"
     r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"
     r"|some \w+)(?: \w+){0,4} (?:said|says|saying|wrote|posted|typed|yelled|asked me|asks me"
-    r"|keeps asking me|kept asking me) (?:that |if |for |to )?([^,.!?;'\"]{1,80})"
+    r"|keeps asking me|kept asking me) (?:that |if |for |to )?((?:[^,.!?;'\"]|\b'\b){1,80})"
+    # what someone else told the writer to do, in a report: "to the guy who told me to go jump
+    # off a bridge: reported" (never the writer's own words: "i told you to ..." is not one)
+    r"|\b(?:who|someone|somebody|he|she|they|people|a \w+|some \w+|this \w+|that \w+|the \w+)"
+    r"(?: \w+){0,3} (?:told|tells|keeps telling|kept telling|was telling) (?:me|us|my \w+|our \w+)"
+    r" (?:to |that )?([^,.!?;:\"]{1,60})"
+    # the word a report names: "banned a user for using the word ... in chat"
+    r"|\bthe (?:word|term|slur|phrase|insult)s? ([^\s,.!?;'\"]+)"
+    # the message a report names by its words: "i reported the ... message"
+    r"|\bthe ((?:[^\s,.!?;'\"]+ ?){1,3}?) (?:message|messages|msg|msgs|dm|dms|comment|comments"
+    r"|post|posts|whisper|whispers|spam|joke|jokes)\b"
+    # what the filter should catch: "can we get automod to catch ... with spaces"
+    r"|\b(?:automod|auto mod|filter|bot)\b[^.!?;]{0,20}\b(?:catch|catches|block|blocks|flag"
+    r"|flags|detect|detects|filter out|pick up|picks up) ((?:[^\s,.!?;]+ ?){1,4}?)"
+    r"(?: with| when| in| if| anymore| yet| too|[,.!?]|$)"
+    # what is not on the word list yet: "why is ... not on the banned word list"
+    r"|\b(?:is|isn'?t|are|aren'?t|was|wasn'?t) ((?:[^\s,.!?;]+ ?){1,3}?) (?:not |still not )?"
+    r"(?:on|in) (?:the |our )?(?:banned |blocked |filtered |bad |forbidden )?(?:word |words )?"
+    r"(?:list|filter|automod)\b"
+    # what someone said they received in a Chinese report: "有人私信给我发了一堆…"
+    r"|(?:有人|有个人|那个人|这个人|某人|对方|陌生人|有个号|一个号)(?:在[^,.!?;]{1,8})?"
+    r"(?:私信|私聊|发消息|留言)(?:给)?我(?:发了|发|说|问|讲)(?:一堆|一句|一条|好多)?([^,.!?;]{1,30})"
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
@@ -245,11 +285,12 @@ def mentioned_spans(canonical_text: str) -> list[tuple[int, int]]:
 
 
 def blank_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """``text`` with each span replaced by one space."""
+    """``text`` with each span replaced by one space; overlapping spans are blanked as one."""
     out: list[str] = []
     last = 0
     for start, end in sorted(spans):
-        if start < last:
+        if start < last:  # overlaps the span just blanked: extend it
+            last = max(last, end)
             continue
         out.append(text[last:start])
         out.append(" ")

@@ -44,9 +44,11 @@ def test_a_warning_names_a_scam_but_never_a_group() -> None:
 
 
 def test_blank_spans_replaces_each_span_with_one_space() -> None:
-    """Spans become single spaces; overlapping ones are blanked once."""
+    """Spans become single spaces; overlapping ones are blanked once, as their union (a short
+    span that starts where a longer quote starts must not leave the rest of the quote)."""
     assert blank_spans("ab 'cd' ef", [(3, 7)]) == "ab   ef"
-    assert blank_spans("abcdef", [(1, 3), (2, 4)]) == "a def"
+    assert blank_spans("abcdef", [(1, 3), (2, 4)]) == "a ef"
+    assert blank_spans("abcdefgh", [(2, 4), (2, 7)]) == "ab h"
 
 
 @pytest.mark.parametrize(
@@ -108,6 +110,22 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ("群里有人天天刷约炮的小广告，管理员管管", "zh.sexual.solicitation", "约炮"),
         ("管理，有个号在刷代开发票的广告", "zh.spam.invoice", "代开发票"),
         ("有人在评论区说东北人都是骗子，这种地域黑管管吧", "zh.hate.group_smear", "东北人都是骗子"),
+        ("i reported the kys message in general", "en.self_harm.incitement", "kys"),
+        ("banned someone for spamming the word chink in voice", "en.hate.slur", "you chink"),
+        (
+            "to the guy who told me to drink bleach: reported",
+            "en.self_harm.incitement",
+            "drink bleach",
+        ),
+        ("can automod catch k y s with dots too", "en.self_harm.incitement", "k y s"),
+        ("why is retard not on the banned words list", "en.offensive.insult", "you retard"),
+        (
+            "someone in lobby said they'd shoot up the school, admins check the logs",
+            "en.threat.mass_violence",
+            "i'll shoot up the school",
+        ),
+        ("有人私信给我发了一堆去死吧，好难受", "zh.self_harm.incitement", "去死吧"),
+        ("他在每个帖子下面都刷加V领福利，版主处理一下", "zh.ad.add_contact", "加V领福利"),
     ],
 )
 def test_a_quoted_mention_does_not_hit(text: str, rule: str, said: str) -> None:
@@ -134,6 +152,9 @@ def test_abuse_outside_the_quote_still_hits() -> None:
     assert "en.self_harm.incitement" in _ids("the amount of hate here, kys all of you")
     # a warning about scams does not excuse the contact it gives itself
     assert "zh.ad.add_contact" in _ids("防诈骗提醒，加微信abc123领补贴")
+    # the writer's own words are never a mention: "i told you to ...", or after the message named
+    assert "en.self_harm.incitement" in _ids("i told you to kys, reported or not")
+    assert "en.self_harm.incitement" in _ids("reported the kys message lol, now kys")
     # naming an ad in a report leaves what the writer adds: the contact still hits
     assert "zh.ad.add_contact" in _ids("有人发约炮广告，举报了，想要的加我微信abc123")
 
