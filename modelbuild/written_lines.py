@@ -57,6 +57,9 @@ WRITTEN_FILES = (
     "zh_round6",
     "en_round6_c",
     "zh_round6_b",
+    "en_round7",
+    "zh_round7",
+    "en_round7_b",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a

@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (44381, "23508d8eb39f717f44005a01c0c9f17f3925b318f4d61e7ab5bc7fb2d741637d"),
-    "toxicity": (54745, "ed476b3784f71cbfc680002bab85ef21e3041aee3a072a9b4de83051347b65b4"),
+    "intent": (46150, "a8c86722ac8180a260da3d0e9690fe7265b05b8ac90922264495ec1aca17ff8b"),
+    "toxicity": (56514, "6d4679985c63936c271faf3fcec0d557eabc4be137251cb708b08c4f22045afb"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
