@@ -64,6 +64,12 @@ from pipelines.rules.reports import is_report
 __all__ = ["MAX_SPAN_CHARS", "blank_spans", "is_mention_frame", "mentioned_spans"]
 
 MAX_SPAN_CHARS = 200
+_ZH_SENT_ME = (
+    r"(?:有人|有个人|那个人|这个人|某人|对方|陌生人|有个号|一个号)(?:在[^,.!?;]{1,8})?"
+    r"(?:私信|私聊|发消息|留言)(?:给)?我"
+)
+"""Someone else sent the writer a message, in a Chinese report ("有人私信给我", "那个人私聊我"):
+a frame, and the start of the span of what they sent."""
 _EN_FRAMES = (
     # a speech verb up to 30 characters before an opening quote
     r"\b(?:said|says|say|saying|wrote|writes|writing|typed|types"
@@ -133,8 +139,7 @@ _ZH_FRAMES = (
     # a warning not to follow a link or code: "别点", "不要扫"
     r"(?:别|不要|千万别|千万不要)(?:点|扫|加|回|转发)",
     # a message received from someone, in a report: "有人私信给我发了一堆…", "那个人私聊我说…"
-    r"(?:有人|有个人|那个人|这个人|某人|对方|陌生人|有个号|一个号)(?:在[^,.!?;]{1,8})?"
-    r"(?:私信|私聊|发消息|留言)(?:给)?我",
+    _ZH_SENT_ME,
     # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
@@ -197,8 +202,7 @@ _NAMED = re2.compile(
     r"(?:on|in) (?:the |our )?(?:banned |blocked |filtered |bad |forbidden )?(?:word |words )?"
     r"(?:list|filter|automod)\b"
     # what someone said they received in a Chinese report: "有人私信给我发了一堆…"
-    r"|(?:有人|有个人|那个人|这个人|某人|对方|陌生人|有个号|一个号)(?:在[^,.!?;]{1,8})?"
-    r"(?:私信|私聊|发消息|留言)(?:给)?我(?:发了|发|说|问|讲)(?:一堆|一句|一条|好多)?([^,.!?;]{1,30})"
+    f"|{_ZH_SENT_ME}(?:发了|发|说|问|讲)(?:一堆|一句|一条|好多)?([^,.!?;]{{1,30}})"
     # what someone is told to do in a condemnation: "it's not ok to tell someone to go die"
     r"|\b(?:tell|tells|telling|told|ask|asking|push|pushing|encourage|encouraging|urge|urging) "
     r"(?:someone|somebody|people|others|anyone|a person|them|him|her|kids) to ([^,.!?;]{1,60})"
