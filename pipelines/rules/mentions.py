@@ -22,7 +22,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   dress abuse up as a report; the model still sees the whole text), *@mods*, *went to the
   police*, *screenshots*;
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
-  *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*; 管理员, 踢了, 禁言;
+  *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*, *got (perma)
+  banned*, *thanks mods*; 管理员, 踢了, 禁言;
   a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
   算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
@@ -114,6 +115,10 @@ _EN_FRAMES = (
     r"|(?:under|breaks|breaking|against|per|violates) rule (?:#|no\.? ?)?\d+)\b",
     r"\b(?:timed out|banned|kicked|warned|removed) (?:someone|somebody|a user|a guy|this guy"
     r"|a member|an account|him|her|them|people)\b",
+    # someone got banned, and thanks for it: "the 'kys' guy got perma banned, thanks mods"
+    r"\b(?:got|gets|getting|been|was|were|finally) (?:perma ?|permanently |temp ?|finally )?"
+    r"(?:banned|permabanned|kicked|timed out|muted|suspended)\b"
+    r"|\bthanks?(?: you)?,? (?:mods|moderators|admins)\b",
     # a message received: "got a message 'i know where you live' from a random"
     r"\b(?:got|received|get|gets|getting) (?:a |an |this |that |these |some )?(?:weird |creepy "
     r"|random |anonymous )?(?:message|dm|text|email|comment|reply|whisper|pm|voicemail)s?\b",
@@ -176,8 +181,24 @@ _NAMED = re2.compile(
     r"|以([^,.!?;]{1,12})为名"
     # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
     r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人|他|她|这人|那人)"
-    r"(?:在[^,.!?;]{1,8})?(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊)(?:我|你)?(?:是)?"
-    r"([^,.!?;]{1,30})"
+    r"(?:在[^,.!?;]{1,8}|在)?(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊|引流)(?:我|你)?"
+    r"(?:是)?([^,.!?;]{1,30})"
+    # what a report says someone told the writer (or another) to do: "他让我去跳楼, 我截图了",
+    # "有人在评论区让楼主去自杀"
+    r"|(?:有人|有个人|那个人|这个人|对方|某人|楼上|他|她|这人|那人)(?:在[^,.!?;]{1,8}|在)?"
+    r"(?:一直|老是|还|又)?(?:让|叫|劝)(?:我|楼主|别人|人家|他|她|大家|我朋友|主播)(?:去)?"
+    r"([^,.!?;]{1,20})"
+    # a clause of what was said, after the report names it: "他在群里地域黑, 说河南人都是小偷"
+    r"|(?:^|[,;:])说([^,.!?;]{1,30})"
+    # what a rule or a warning forbids: "禁止发黄图", "别点那个领红包的链接",
+    # "看到兼职刷单的消息直接举报"
+    r"|(?:禁止|不许|不准|严禁|请勿|不要再?|别再?)(?:发|说|骂|刷|讲)([^,.!?;、]{1,20})"
+    r"|(?:别|不要|千万别|千万不要)(?:点|扫|加|回|转发)(?:那个|这个|这种|那种)?([^,.!?;]{1,20})"
+    r"|看到([^,.!?;]{1,20}?)的(?:消息|广告|链接|私信|帖子|弹幕)"
+    # the account a report names by what it posts: "那个刷加V领皮肤的号是机器人吧"
+    r"|(?:那个|这个|有个|有些|那些|这些)(?:一直)?(?:刷|发)([^,.!?;]{1,20}?)的(?:号|人|账号|机器人|小号)"
+    # an example in talk about the filter: "有人用谐音绕过屏蔽词骂人, 比如把傻逼打成沙比"
+    r"|比如(?:把)?([^,.!?;]{1,20})"
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
     # reported", "some creep asked me how much for a night, blocked"
     r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"
