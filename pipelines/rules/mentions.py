@@ -12,8 +12,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *report (it)*,
   *reported*, *blocked*, *muted*;
 - a speech verb shortly before the quote: *said*, *told me/my sister*, *wrote*, *commented*,
-  *posted*, *yelled*, *messaged*, *keeps dming me*, *sent me*, *my friend got*, *keeps saying*,
-  *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
+  *posted*, *yelled*, *messaged*, *dmed me*, *keeps dming/commenting*, *sent me*, *my friend
+  got*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
 - a condemnation: *stop saying*, *don't use*, *as an insult*, *it's (so) not ok*, *is it allowed
   to*, *still allowed*, *tired of*, *sick of*, *the amount of*, *stop with*; 别再说, 不要骂;
 - a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *don't click*; 提醒, 警惕,
@@ -29,8 +29,9 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
-- talk about a word: *the word/term/slur*, *what does … mean*; a message named and quoted (*the
-  message '…'*); the moderators' word lists (*banned words*, *word list*);
+- talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*; a
+  message named and quoted (*the message '…'*); the moderators' word lists (*banned words*,
+  *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
 
 Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「…」``, ``『…』`` and
@@ -77,9 +78,9 @@ _EN_FRAMES = (
     r"|(?:told|tells|telling) (?:me|him|her|them|us|my \w+|our \w+|a friend|someone|people)"
     r"|commented|comments|posted|posts|replied|replies|responded|yelled|yells|screamed|shouted"
     r"|messaged|messages|messaging|texted|texting|spams|spammed|spamming|whispered|whispering"
-    r"|dm'?d|dms|dm'?ing|pm'?d|pm'?ing|sent|sends"
+    r"|commenting|dm'?e?d|dms|dm'?ing|pm'?e?d|pm'?ing|sent|sends"
     r"|(?:keeps?|kept) (?:saying|sending|typing|posting|spamming|writing|calling|dm'?ing"
-    r"|messaging)"
+    r"|messaging|commenting|replying)"
     r"|call(?:s|ed|ing)?(?: (?:me|him|her|them|us|people|someone|my \w+))?)\b[^'\"]{0,30}['\"]",
     r"\b(?:stop|quit|don'?t|do not|never|please stop|we don'?t) (?:saying|say|typing|type"
     r"|writing|write|using|use|calling people|calling|spamming|spam|posting|post)\b",
@@ -128,6 +129,9 @@ _EN_FRAMES = (
     r"(?: saying)? ?['\"]",
     # talk about a word: "the word 'retard' is used in music", "what does 'simp' mean"
     r"\bthe (?:word|term|phrase|slur)s?\b|\bwhat does\b.{0,40}\bmean\b",
+    # "is 'bastard' still considered a swear word?", "'retarded' in engineering just means delayed"
+    r"\b(?:swear|curse|cuss) ?words?\b"
+    r"|\b(?:just|technically|literally|originally|only|actually) (?:means?|meant)\b",
     # a message named and quoted: "if anyone sees the message 'i'm going to end it' please call her"
     r"\b(?:the|that|this|his|her|their) (?:message|dm|text|comment|post|msg|whisper|reply"
     r"|voicemail|note|status)s? (?:saying |that said |that says )?['\"]",
@@ -305,7 +309,11 @@ def mentioned_spans(canonical_text: str) -> list[tuple[int, int]]:
         group = next(g for g in range(1, _NAMED.groups + 1) if m.start(g) >= 0)
         spans.append((m.start(group), m.end(group)))
     taken = [range(a, b) for a, b in spans]
-    spans += [(a, b) for a, b in _single_quoted(canonical_text) if not any(a in r for r in taken)]
+    spans += [
+        (a, b)
+        for a, b in _single_quoted(canonical_text)
+        if not any(a in r and b - 1 in r for r in taken)
+    ]
     return sorted(spans)
 
 
