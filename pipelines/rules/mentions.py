@@ -27,7 +27,7 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
   算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
-  racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出;
+  racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
 - talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*; a
   message named and quoted (*the message '…'*); the moderators' word lists (*banned words*,
@@ -152,7 +152,9 @@ _ZH_FRAMES = (
     # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
-    r"群主|版主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出",
+    r"群主|版主|吧主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出|清理一下",
+    # talk about a word: "“傻逼”这个词在不同地方的冒犯程度差别好大"
+    r"这个词|这个字|这两个字|这种词|语言学|词源",
     # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
     r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
