@@ -72,6 +72,8 @@ _ZH_SENT_ME = (
 )
 """Someone else sent the writer a message, in a Chinese report ("有人私信给我", "那个人私聊我"):
 a frame, and the start of the span of what they sent."""
+_ZH_AT = r"(?:在[^,.!?;]{1,8}|在)?"
+"""Where, or that it goes on, in a Chinese report: "有人在群里说…", "有人在刷…"."""
 _EN_FRAMES = (
     # a speech verb up to 30 characters before an opening quote
     r"\b(?:said|says|say|saying|wrote|writes|writing|typed|types"
@@ -187,11 +189,11 @@ _NAMED = re2.compile(
     r"|以([^,.!?;]{1,12})为名"
     # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
     r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人|他|她|这人|那人)"
-    r"(?:在[^,.!?;]{1,8}|在)?(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊|引流)(?:我|你)?"
+    f"{_ZH_AT}(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊|引流)(?:我|你)?"
     r"(?:是)?([^,.!?;]{1,30})"
     # what a report says someone told the writer (or another) to do: "他让我去跳楼, 我截图了",
     # "有人在评论区让楼主去自杀"
-    r"|(?:有人|有个人|那个人|这个人|对方|某人|楼上|他|她|这人|那人)(?:在[^,.!?;]{1,8}|在)?"
+    f"|(?:有人|有个人|那个人|这个人|对方|某人|楼上|他|她|这人|那人){_ZH_AT}"
     r"(?:一直|老是|还|又)?(?:让|叫|劝)(?:我|楼主|别人|人家|他|她|大家|我朋友|主播)(?:去)?"
     r"([^,.!?;]{1,20})"
     # a clause of what was said, after the report names it: "他在群里地域黑, 说河南人都是小偷"
