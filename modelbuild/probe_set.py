@@ -1,14 +1,14 @@
-"""``python -m modelbuild.probe_set [--probe l|m|n|o|p|q|r|s]``: the whole decision on a probe set,
+"""``python -m modelbuild.probe_set [--probe l|m|n|o|p|q|r|s|t]``: the whole decision on a probe set,
 lines no build was tuned to.
 
-``modelbuild/data/probe_<l..s>.toml`` (their provenance and layout are inside them) hold harmful
+``modelbuild/data/probe_<l..t>.toml`` (their provenance and layout are inside them) hold harmful
 lines per language and category, plain and disguised by hand, and everyday lines: plain chat, game
 banter, reports of received abuse and ordinary senses of profane words. Probe L was written by the
 fourth issue-20 session (read since); probe M by writers that never saw the repository, for the
 fifth (read since its final measurement); probe N likewise for the sixth and probe O for the seventh
 (both read since), probes P and Q for the eighth (read after their end gradings), probe R for the
-ninth (read since its end grading), probe S for the tenth (the default: the newest of
-:data:`PROBES`). Each line takes the worker's path (:func:`modelbuild.whole_decision.decide_texts`:
+ninth (read since its end grading), probe S for the tenth (read since its end grading), probe T
+for the eleventh (the default: the newest of :data:`PROBES`). Each line takes the worker's path (:func:`modelbuild.whole_decision.decide_texts`:
 decode, rules, the served ``moderation`` model's code in process, the policy with default
 thresholds) and is graded as the dev set is (:mod:`modelbuild.decision_grading`): caught = flag or
 block; an everyday line is a false positive when it is flagged, blocked or escalated.
@@ -36,7 +36,17 @@ __all__ = ["EVERYDAY", "EVERYDAY_SUBSETS", "PROBES", "main", "probe_lines", "pro
 EVERYDAY = "everyday"
 """The category of the everyday lines."""
 EVERYDAY_SUBSETS = ("plain", "game", "report", "ordinary_sense")
-PROBES = ("probe_l", "probe_m", "probe_n", "probe_o", "probe_p", "probe_q", "probe_r", "probe_s")
+PROBES = (
+    "probe_l",
+    "probe_m",
+    "probe_n",
+    "probe_o",
+    "probe_p",
+    "probe_q",
+    "probe_r",
+    "probe_s",
+    "probe_t",
+)
 """The probe files of ``modelbuild/data/``, oldest first."""
 _LANGS = ("en", "zh")
 _HARMFUL_FORMS = ("plain", "disguised")
