@@ -60,6 +60,8 @@ WRITTEN_FILES = (
     "en_round7",
     "zh_round7",
     "en_round7_b",
+    "en_round8",
+    "zh_round8",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
@@ -70,7 +72,11 @@ moderation talk beside harassment, threats, self-harm and sexual harassment in o
 words) and a sixth (encouragement, care, money and work news, community and filter talk, scam
 warnings, health, hobbies, dating and safe talk about self-harm beside sexual solicitation,
 self-harm, casual scams and ads; 日常词辱骂, 性内容 and reports quoting abuse in Chinese;
-then, after probe P's end grading, harassment in ordinary words and Chinese game slang)."""
+then, after probe P's end grading, harassment in ordinary words and Chinese game slang) and an
+eighth (ordinary senses, idioms, teasing, reports of scams and of abuse words, swearing at
+oneself beside sexual solicitation, self-harm, threats in ordinary words, scams and ads;
+Chinese insults, self-harm and sexual content beside hyperbole, ordinary senses, reports and
+game talk)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

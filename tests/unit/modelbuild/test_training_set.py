@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (46150, "a8c86722ac8180a260da3d0e9690fe7265b05b8ac90922264495ec1aca17ff8b"),
-    "toxicity": (56514, "6d4679985c63936c271faf3fcec0d557eabc4be137251cb708b08c4f22045afb"),
+    "intent": (48530, "c195689ea843a651570eb51e45197b7ebbdc1c45d22d3c3387905bd4888591d6"),
+    "toxicity": (58654, "f1096e53192795cfb3884b06b4764211afd8fcaade56f8710fc8865ed89cd7af"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
