@@ -1,5 +1,5 @@
-"""``python -m modelbuild.probe_set [--probe l|m|n|o|p|q|r|s|t]``: the whole decision on a probe set,
-lines no build was tuned to.
+"""``python -m modelbuild.probe_set [--probe l..t]``: the whole decision on a probe set, lines
+no build was tuned to.
 
 ``modelbuild/data/probe_<l..t>.toml`` (their provenance and layout are inside them) hold harmful
 lines per language and category, plain and disguised by hand, and everyday lines: plain chat, game
@@ -7,11 +7,12 @@ banter, reports of received abuse and ordinary senses of profane words. Probe L 
 fourth issue-20 session (read since); probe M by writers that never saw the repository, for the
 fifth (read since its final measurement); probe N likewise for the sixth and probe O for the seventh
 (both read since), probes P and Q for the eighth (read after their end gradings), probe R for the
-ninth (read since its end grading), probe S for the tenth (read since its end grading), probe T
-for the eleventh (the default: the newest of :data:`PROBES`). Each line takes the worker's path (:func:`modelbuild.whole_decision.decide_texts`:
-decode, rules, the served ``moderation`` model's code in process, the policy with default
-thresholds) and is graded as the dev set is (:mod:`modelbuild.decision_grading`): caught = flag or
-block; an everyday line is a false positive when it is flagged, blocked or escalated.
+ninth and probe S for the tenth (both read since their end gradings), probe T for the eleventh
+(the default: the newest of :data:`PROBES`). Each line takes the worker's path
+(:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served ``moderation`` model's
+code in process, the policy with default thresholds) and is graded as the dev set is
+(:mod:`modelbuild.decision_grading`): caught = flag or block; an everyday line is a false positive
+when it is flagged, blocked or escalated.
 
 A probe measures; it is never trained on (unit tests check no training line equals a probe
 line). Each was measured at the start and at the end of the session that wrote it; read its
