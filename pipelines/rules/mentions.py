@@ -29,7 +29,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
-- talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*; a
+- talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*;
+  口头禅, 挂在嘴边; a
   message named and quoted (*the message '…'*); the moderators' word lists (*banned words*,
   *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
@@ -52,7 +53,8 @@ text message received and a scam's cover ("以…为名"), what someone else tol
 ("to the guy who told me to …: reported"; never "i told you to …"), the word or message a report
 names ("banned a user for the word …", "i reported the … message"), what the filter should
 catch ("can automod catch … with spaces"), what is not on the word list yet ("why is … not on the
-banned word list") and what someone sent the writer in a Chinese report ("有人私信给我发了一堆…").
+banned word list"), what someone sent the writer in a Chinese report ("有人私信给我发了一堆…")
+and the tactics a Chinese scam warning lists ("诈骗话术: 冒充客服、刷单返利").
 Spans are at most 200 characters; overlapping spans are blanked as one. Without a frame a quote
 is just a quote: "'kys' lol" is still incitement.
 """
@@ -156,7 +158,7 @@ _ZH_FRAMES = (
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
     r"群主|版主|吧主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出|清理一下",
     # talk about a word: "“傻逼”这个词在不同地方的冒犯程度差别好大"
-    r"这个词|这个字|这两个字|这种词|语言学|词源",
+    r"这个词|这个字|这两个字|这种词|语言学|词源|口头禅|挂在嘴边",
     # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
     r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
@@ -205,6 +207,8 @@ _NAMED = re2.compile(
     r"|看到([^,.!?;]{1,20}?)的(?:消息|广告|链接|私信|帖子|弹幕)"
     # the account a report names by what it posts: "那个刷加V领皮肤的号是机器人吧"
     r"|(?:那个|这个|有个|有些|那些|这些)(?:一直)?(?:刷|发)([^,.!?;]{1,20}?)的(?:号|人|账号|机器人|小号)"
+    # the tactics a scam warning lists: "最近的诈骗话术: 冒充客服、刷单返利、虚假投资"
+    r"|(?:诈骗|骗子|骗局)(?:的)?(?:话术|套路|手段|手法)(?:有)?:([^.!?;]{1,60})"
     # an example in talk about the filter: "有人用谐音绕过屏蔽词骂人, 比如把傻逼打成沙比"
     r"|比如(?:把)?([^,.!?;]{1,20})"
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
