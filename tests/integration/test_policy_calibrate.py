@@ -215,7 +215,7 @@ async def test_calibrate_proposes_the_known_thresholds_and_the_worker_decides_wi
         "message_id": message_id,
         "group_id": "g",
         "sender_id": "u",
-        "text": "you are so dumb",
+        "text": "you are dumb",
         "sent_at": datetime.now(UTC).isoformat(),
     }
     await produce(

@@ -117,18 +117,18 @@ async def test_the_worker_loads_reloads_and_refuses_policy_files(
             assert decision is not None
             return decision
 
-        await produce(bootstrap, topic, [_record("p-1", "you are so dumb")])
+        await produce(bootstrap, topic, [_record("p-1", "you are dumb")])
         assert await decided("p-1") == "allow"
 
         _write(path, _STRICT)
         await _until(lambda: _reloads(metrics.registry, "installed") == 1)
-        await produce(bootstrap, topic, [_record("p-2", "you are so dumb")])
+        await produce(bootstrap, topic, [_record("p-2", "you are dumb")])
         assert await decided("p-2") == "block"
 
         _write(path, _BAD)
         await _until(lambda: _reloads(metrics.registry, "rejected") == 1)
         assert parts.moderation.policy.thresholds.flag_offensive == 0.5
-        await produce(bootstrap, topic, [_record("p-3", "you are so dumb")])
+        await produce(bootstrap, topic, [_record("p-3", "you are dumb")])
         assert await decided("p-3") == "block"
         gauge = metrics.registry.get_sample_value(
             "modstream_policy_threshold", {"threshold": "block_offensive"}
@@ -160,13 +160,13 @@ async def test_the_online_service_loads_reloads_and_refuses_policy_files(
         registry = service.parts.moderation.metrics.registry
         client = Client(service.port, token)
         try:
-            lenient = await client.check(request("you are so dumb"))
+            lenient = await client.check(request("you are dumb"))
             _write(path, _STRICT)
             await _until(lambda: _reloads(registry, "installed") == 1)
-            strict = await client.check(request("you are so dumb"))
+            strict = await client.check(request("you are dumb"))
             _write(path, _BAD)
             await _until(lambda: _reloads(registry, "rejected") == 1)
-            kept = await client.check(request("you are so dumb"))
+            kept = await client.check(request("you are dumb"))
         finally:
             await client.close()
     assert (lenient.decision, strict.decision, kept.decision) == ("allow", "block", "block")

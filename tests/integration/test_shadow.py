@@ -297,7 +297,7 @@ async def test_the_online_service_shadows_its_model_batches_too(
             assert service.port is not None
             client = Client(service.port, token)
             try:
-                answer = await client.check(request("you are so dumb", message_id="online-1"))
+                answer = await client.check(request("you are dumb", message_id="online-1"))
             finally:
                 await client.close()
 
