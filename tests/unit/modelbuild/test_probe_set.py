@@ -24,12 +24,12 @@ def test_every_category_has_forty_plain_and_twenty_disguised_lines_per_language(
     name: str,
 ) -> None:
     """Sizes that give a rate per category: 40 plain, 20 disguised, in English and Chinese
-    (probes M, O and R lost up to five of a list that equalled a dev-set, training or earlier
+    (probes M, O, R and U lost up to six of a list that equalled a dev-set, training or earlier
     probe line); everyday lines in four subsets; no line twice."""
     lines = probe_lines(name)
     harmful = Counter((e.lang, e.category, e.form) for e in lines if e.harmful)
     assert all(
-        35 <= n <= 40 if form == "plain" else 16 <= n <= 20 for (_, _, form), n in harmful.items()
+        34 <= n <= 40 if form == "plain" else 16 <= n <= 20 for (_, _, form), n in harmful.items()
     )
     assert {(lang, c) for lang, c, _ in harmful} == {
         (lang, c) for lang in ("en", "zh") for c in CATEGORIES
