@@ -30,9 +30,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
 - talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*;
-  口头禅, 挂在嘴边; a
-  message named and quoted (*the message '…'*); the moderators' word lists (*banned words*,
-  *word list*);
+  口头禅, 挂在嘴边; a message named and quoted (*the message '…'*); the moderators' word lists
+  (*banned words*, *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
 
 Quotes are ``"…"`` (full-width “…” reads as ``"`` once canonical), ``「…」``, ``『…』`` and

@@ -35,6 +35,9 @@ _LENIENT = "[thresholds]\nflag_offensive = 0.99\nblock_offensive = 0.999\n"
 """Version 2 finds ``dumb`` offensive at about 0.93-0.97: allowed under this file."""
 _STRICT = "[thresholds]\nflag_offensive = 0.5\nblock_offensive = 0.6\n"
 """... and blocked under this one."""
+_DUMB = "you are dumb"
+"""Version 2's cue word and no rule's: the policy file alone decides it ("you are so dumb"
+would also hit en.harassment.demeaning, whatever the thresholds)."""
 _BAD = "[thresholds]\nflag_offensive = 0.7\nblock_offensive = 0.6\n"
 """A flag threshold above its block threshold: refused."""
 
@@ -117,18 +120,18 @@ async def test_the_worker_loads_reloads_and_refuses_policy_files(
             assert decision is not None
             return decision
 
-        await produce(bootstrap, topic, [_record("p-1", "you are dumb")])
+        await produce(bootstrap, topic, [_record("p-1", _DUMB)])
         assert await decided("p-1") == "allow"
 
         _write(path, _STRICT)
         await _until(lambda: _reloads(metrics.registry, "installed") == 1)
-        await produce(bootstrap, topic, [_record("p-2", "you are dumb")])
+        await produce(bootstrap, topic, [_record("p-2", _DUMB)])
         assert await decided("p-2") == "block"
 
         _write(path, _BAD)
         await _until(lambda: _reloads(metrics.registry, "rejected") == 1)
         assert parts.moderation.policy.thresholds.flag_offensive == 0.5
-        await produce(bootstrap, topic, [_record("p-3", "you are dumb")])
+        await produce(bootstrap, topic, [_record("p-3", _DUMB)])
         assert await decided("p-3") == "block"
         gauge = metrics.registry.get_sample_value(
             "modstream_policy_threshold", {"threshold": "block_offensive"}
@@ -160,13 +163,13 @@ async def test_the_online_service_loads_reloads_and_refuses_policy_files(
         registry = service.parts.moderation.metrics.registry
         client = Client(service.port, token)
         try:
-            lenient = await client.check(request("you are dumb"))
+            lenient = await client.check(request(_DUMB))
             _write(path, _STRICT)
             await _until(lambda: _reloads(registry, "installed") == 1)
-            strict = await client.check(request("you are dumb"))
+            strict = await client.check(request(_DUMB))
             _write(path, _BAD)
             await _until(lambda: _reloads(registry, "rejected") == 1)
-            kept = await client.check(request("you are dumb"))
+            kept = await client.check(request(_DUMB))
         finally:
             await client.close()
     assert (lenient.decision, strict.decision, kept.decision) == ("allow", "block", "block")
