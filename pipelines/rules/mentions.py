@@ -15,12 +15,15 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   *posted*, *yelled*, *messaged*, *dmed me*, *keeps dming/commenting*, *sent me*, *my friend
   got*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
 - a condemnation: *stop saying*, *don't use*, *as an insult*, *it's (so) not ok*, *is it allowed
-  to*, *still allowed*, *tired of*, *sick of*, *the amount of*, *stop with*; 别再说, 不要骂;
+  to*, *still allowed*, *tired of*, *sick of*, *the amount of*, *stop with*, *that's (really)
+  messed up / awful / cruel*; 别再说, 不要骂;
+- what someone told another to do, quoted: *telling a new player to '…'*; a quoted phrase named
+  as the messages it came in: *lots of '…' messages*, *flooded with '…' replies*;
 - a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *don't click*; 提醒, 警惕,
   别上当, 千万别, 别信, 是骗子;
 - a call on the moderators or the police: a message that opens with *mods,* (a known way to
   dress abuse up as a report; the model still sees the whole text), *@mods*, *went to the
-  police*, *screenshots*;
+  police*, *screenshots*, *can admins do something / deal with / ban*;
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
   *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*, *got (perma)
   banned*, *thanks mods*; 管理员, 踢了, 禁言;
@@ -29,7 +32,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
-- talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*;
+- talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*,
+  *slang*, *in british english*;
   口头禅, 挂在嘴边; a message named and quoted (*the message '…'*); the moderators' word lists
   (*banned words*, *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
@@ -141,8 +145,22 @@ _EN_FRAMES = (
     # the moderators' word lists: "why isn't ... on the banned word list yet"
     r"\b(?:banned|blocked|filtered|forbidden|bad) (?:word|words|phrase|phrases|list)\b"
     r"|\bword ?list\b",
-    # a condemnation after the fact: "they called my friend a ... and laughed, disgusting"
-    r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b",
+    # a condemnation after the fact: "they called my friend a ... and laughed, disgusting",
+    # "saw someone telling a new player to '...', that's really messed up"
+    r"\b(?:disgusting|unacceptable|not cool|so rude|vile|gross)\b"
+    r"|\b(?:that'?s|it'?s|this is|that is|it is) (?:really |so |pretty |just |honestly )?"
+    r"(?:messed up|fucked up|awful|horrible|terrible|cruel|sick|toxic|vile)\b",
+    # what someone told another to do, quoted: "i saw someone telling a new player to '...'"
+    r"\b(?:told|tells|telling|tell) (?:\w+ ){1,3}to ['\"]",
+    # a quoted phrase named as the messages it came in: "lots of '...' messages from new accounts",
+    # "my post got flooded with '...' replies"
+    r"['\"] ?(?:messages?|dms?|comments?|texts?|replies|posts?|spam|whispers)\b",
+    # a call on the moderators to act: "can admins do something about the person who keeps ..."
+    r"\b(?:can|could|would|will|pls|please) (?:the )?(?:admins?|mods?|moderators?|someone"
+    r"|somebody) (?:please |pls )?(?:do something|deal with|look (?:at|into)|help|ban|remove"
+    r"|clean up|clear)\b",
+    # talk about slang and dialect: "in british slang a '...' is a cigarette"
+    r"\bslang\b|\bin (?:british|american|uk|us|aussie|australian|irish|scottish|indian) english\b",
 )
 _ZH_FRAMES = (
     r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|发了|发的|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",

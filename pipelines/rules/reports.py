@@ -11,7 +11,8 @@ Block rules, severe-harm rules and every rule without the key are never affected
 A report is recognised by its frame, searched in the canonical text (case-folded, Simplified
 Chinese, see ``pipelines.canonical``):
 
-- English: someone *called me* / *keeps calling me* / *said i'm* / *told me to* / *sent me* /
+- English: someone *called me* / *keeps calling me* / *said i'm* / *told me to* / *told me i
+  should* / *sent me* /
   *keeps dming me*,
   or asking *how (do|can|should) i report*, *reported him/her/them/this user*, *blocked* them;
 - Chinese: *骂我*, *说我是*, *叫我去*, *私信我*, *收到…(邀请|私信|消息|照片)*, *怎么举报*,
@@ -32,6 +33,8 @@ _EN = (
     r"\b(?:called|calls|calling) me\b",
     r"\bsaid (?:that )?(?:i'?m|i am|i was)\b",
     r"\b(?:told|tells|telling|keeps telling) me to\b",
+    r"\b(?:told|tells|telling|keeps telling|kept telling) me (?:that )?i (?:should|need to"
+    r"|ought to|must|deserve to)\b",
     r"\b(?:sent|sends|sending|dm'?d|dm'?ing|dms|messaged|messaging|pm'?d|pm'?ing|texted|texting)"
     r" me\b",
     r"\bhow (?:do|can|should) i (?:report|block)\b",
