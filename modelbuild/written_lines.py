@@ -62,6 +62,8 @@ WRITTEN_FILES = (
     "en_round7_b",
     "en_round8",
     "zh_round8",
+    "en_round9",
+    "zh_round9",
 )
 """The written-line files, by name (``written/<name>.toml``): everyday chat, harmful lines per
 category, contrastive pairs (harm in ordinary words beside benign lines on its topics), and a
@@ -76,7 +78,9 @@ then, after probe P's end grading, harassment in ordinary words and Chinese game
 eighth (ordinary senses, idioms, teasing, reports of scams and of abuse words, swearing at
 oneself beside sexual solicitation, self-harm, threats in ordinary words, scams and ads;
 Chinese insults, self-harm and sexual content beside hyperbole, ordinary senses, reports and
-game talk)."""
+game talk) and a ninth (harassment and insults without swear words, threats in plain words,
+self-harm intent in indirect words, urging, sexual offers, beside money and link talk, reports
+and worried friends, game banter and short game lines, hyperbole and ordinary senses)."""
 _LANGS = ("en", "zh")
 _SET_KEYS = frozenset({"lang", "topic", "label", "lines"})
 

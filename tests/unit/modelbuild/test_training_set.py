@@ -21,8 +21,8 @@ from modelbuild.sources import fetch_all
 
 PINNED: dict[str, tuple[int, str]] = {
     "sentiment": (22500, "789a78a7c7e246cbc8276d0b37ac8d275e9d5755577c7549eb47ccad42c13ed3"),
-    "intent": (48530, "c195689ea843a651570eb51e45197b7ebbdc1c45d22d3c3387905bd4888591d6"),
-    "toxicity": (58654, "f1096e53192795cfb3884b06b4764211afd8fcaade56f8710fc8865ed89cd7af"),
+    "intent": (50788, "6638b3589176b40e5df0960f5a1195d7f17cc779c1c5358f881a2766376fe5fb"),
+    "toxicity": (60912, "3d423ee646dd4d35f388527076d9850d5b9cfa747494183061e8612dcb1ea81e"),
 }
 """Examples and fingerprint (:meth:`modelbuild.datasets.TaskData.fingerprint`) per task."""
 
