@@ -13,14 +13,15 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   *reported*, *blocked*, *muted*;
 - a speech verb shortly before the quote: *said*, *told me/my sister*, *wrote*, *commented*,
   *posted*, *yelled*, *messaged*, *dmed me*, *keeps dming/commenting*, *sent me*, *my friend
-  got*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论;
+  got*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论; others telling, calling
+  or spamming (*people in chat were telling*);
 - a condemnation: *stop saying*, *don't use*, *as an insult*, *it's (so) not ok*, *is it allowed
   to*, *still allowed*, *tired of*, *sick of*, *the amount of*, *stop with*, *that's (really)
   messed up / awful / cruel*; 别再说, 不要骂;
 - what someone told another to do, quoted: *telling a new player to '…'*; a quoted phrase named
   as the messages it came in: *lots of '…' messages*, *flooded with '…' replies*;
-- a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *don't click*; 提醒, 警惕,
-  别上当, 千万别, 别信, 是骗子;
+- a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *it's fake*, *don't click*,
+  *did anyone else get*; 提醒, 警惕, 别上当, 千万别, 别信, 是骗子;
 - a call on the moderators or the police: a message that opens with *mods,* (a known way to
   dress abuse up as a report; the model still sees the whole text), *@mods*, *went to the
   police*, *screenshots*, *can admins do something / deal with / ban*;
@@ -31,9 +32,11 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
-- a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我;
+- a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我,
+  被陌生人加微信;
 - talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*,
-  *slang*, *in british english*;
+  *slang*, *in british english*, a quoted term defined (*'…' is the callout*, *'…' means*);
+  这个缩写, 这个梗;
   口头禅, 挂在嘴边; a message named and quoted (*the message '…'*); the moderators' word lists
   (*banned words*, *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
@@ -57,7 +60,9 @@ text message received and a scam's cover ("以…为名"), what someone else tol
 names ("banned a user for the word …", "i reported the … message"), what the filter should
 catch ("can automod catch … with spaces"), what is not on the word list yet ("why is … not on the
 banned word list"), what someone sent the writer in a Chinese report ("有人私信给我发了一堆…")
-and the tactics a Chinese scam warning lists ("诈骗话术: 冒充客服、刷单返利").
+the tactics a Chinese scam warning lists ("诈骗话术: 冒充客服、刷单返利"), what others told
+someone else to do ("people in chat were telling the streamer to …"; never "i told the guy to …")
+and the word that talk about a word names before 这个缩写 / 这个梗 ("nmsl这个缩写是哪来的").
 Spans are at most 200 characters; overlapping spans are blanked as one. Without a frame a quote
 is just a quote: "'kys' lol" is still incitement.
 """
@@ -154,7 +159,18 @@ _EN_FRAMES = (
     r"\b(?:told|tells|telling|tell) (?:\w+ ){1,3}to ['\"]",
     # a quoted phrase named as the messages it came in: "lots of '...' messages from new accounts",
     # "my post got flooded with '...' replies"
-    r"['\"] ?(?:messages?|dms?|comments?|texts?|replies|posts?|spam|whispers)\b",
+    r"['\"] ?(?:messages?|dms?|comments?|texts?|replies|posts?|spam|whispers|emails?|sms|calls?"
+    r"|links?)\b",
+    # a quoted term defined: "in aviation '...' is the callout to pull the throttles back"
+    r"['\"] (?:is|was) (?:the|a|an) (?:callout|call|command|term|word|name|abbreviation|acronym"
+    r"|signal|code)\b|['\"] (?:means|meant|refers to|stands for|used to mean)\b",
+    # a question whether others got it too: "did anyone else get the '...' email", and a warning
+    # that it is fake
+    r"\b(?:did|has|have) (?:anyone|anybody|someone|you guys|y'?all)(?: else)? (?:get|got|receive"
+    r"|received|see|seen)\b|\b(?:it'?s|its|that'?s|thats) (?:fake|a fake|phishing)\b",
+    # others telling, calling or spamming: "people in chat were telling the streamer to ..."
+    r"\b(?:people|someone|somebody|they|users|chat|viewers|trolls|others|guys|kids)(?: in (?:the )?"
+    r"\w+)? (?:were|was|are|kept|keep|keeps|started|been) (?:telling|calling|saying|spamming)\b",
     # a call on the moderators to act: "can admins do something about the person who keeps ..."
     r"\b(?:can|could|would|will|pls|please) (?:the )?(?:admins?|mods?|moderators?|someone"
     r"|somebody) (?:please |pls )?(?:do something|deal with|look (?:at|into)|help|ban|remove"
@@ -163,19 +179,21 @@ _EN_FRAMES = (
     r"\bslang\b|\bin (?:british|american|uk|us|aussie|australian|irish|scottish|indian) english\b",
 )
 _ZH_FRAMES = (
-    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|发了|发的|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",
+    r"(?:说|骂我|骂|写|留言|私信我|私信|发来|发给我|发了|发的|发|喊|叫我|评论|刷|弹幕)[^\"「『]{0,8}[\"「『]",
     r"(?:别|不要|请不要|不许|禁止)(?:再)?(?:说|骂|叫|发)",
     r"提醒|警惕|别上当|千万别|注意:|举报|拉黑|封号|截图|报警|别信|是骗子|骗子吧|管理员|踢了|禁言",
     # a warning not to follow a link or code: "别点", "不要扫"
     r"(?:别|不要|千万别|千万不要)(?:点|扫|加|回|转发)",
-    # a message received from someone, in a report: "有人私信给我发了一堆…", "那个人私聊我说…"
+    # a message received from someone, in a report: "有人私信给我发了一堆…", "那个人私聊我说…",
+    # "刚被陌生人加微信, 开口就是“…”"
     _ZH_SENT_ME,
+    r"被[^,.!?;]{0,6}加(?:了)?(?:微信|好友|qq|vx)",
     # a call on the moderators, or a condemnation: "能不能管管", "房管快处理", "这种地域黑太恶心了"
     r"管管|管一管|管一下|处理一?下|房管|快处理|地域黑|太恶毒|太过分|恶心人|违法吗|算违法|封了他|封了她",
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
     r"群主|版主|吧主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出|清理一下",
     # talk about a word: "“傻逼”这个词在不同地方的冒犯程度差别好大"
-    r"这个词|这个字|这两个字|这种词|语言学|词源|口头禅|挂在嘴边",
+    r"这个词|这个字|这两个字|这种词|这个缩写|这个梗|这个说法|语言学|词源|口头禅|挂在嘴边",
     # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
     r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
@@ -238,6 +256,13 @@ _NAMED = re2.compile(
     r"|\b(?:who|someone|somebody|he|she|they|people|a \w+|some \w+|this \w+|that \w+|the \w+)"
     r"(?: \w+){0,3} (?:told|tells|keeps telling|kept telling|was telling) (?:me|us|my \w+|our \w+)"
     r" (?:to |that )?([^,.!?;:\"]{1,60})"
+    # what others told someone else to do: "people in chat were telling the streamer to ..."
+    # (never the writer: "i told the guy to ..." is not one)
+    r"|\b(?:people|someone|somebody|they|users|chat|viewers|trolls|others|he|she|guys|kids)"
+    r"(?: \w+){0,3} (?:were |was |are |kept |keep |keeps )?(?:telling|told|tells) (?:the|a|this"
+    r"|that|my|our|every|some) (?:\w+ ){1,2}to ([^,.!?;]{1,60})"
+    # the word talk names before 这个词/这个缩写: "nmsl这个缩写最早是从哪里流行起来的"
+    r"|(?:^|[\s,.!?;:])([^\s,.!?;:]{1,10}?)(?:这个|这种|这几个)(?:词|字|缩写|梗|说法)"
     # the word a report names: "banned a user for using the word ... in chat"
     r"|\bthe (?:word|term|slur|phrase|insult)s? ([^\s,.!?;'\"]+)"
     # the message a report names by its words: "i reported the ... message"
