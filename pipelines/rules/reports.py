@@ -12,9 +12,8 @@ A report is recognised by its frame, searched in the canonical text (case-folded
 Chinese, see ``pipelines.canonical``):
 
 - English: someone *called me* / *keeps calling me* / *said i'm* / *told me to* / *told me i
-  should* / *sent me* /
-  *keeps dming me*,
-  or asking *how (do|can|should) i report*, *reported him/her/them/this user*, *blocked* them;
+  should* / *sent me* / *keeps dming me*, or asking *how (do|can|should) i report*, *reported
+  him/her/them/this user*, *blocked* them;
 - Chinese: *骂我*, *说我是*, *叫我去*, *私信我*, *收到…(邀请|私信|消息|照片)*, *怎么举报*,
   *已经举报*, *已经拉黑*, *被人骂*.
 
