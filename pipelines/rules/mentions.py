@@ -158,9 +158,10 @@ _EN_FRAMES = (
     # what someone told another to do, quoted: "i saw someone telling a new player to '...'"
     r"\b(?:told|tells|telling|tell) (?:\w+ ){1,3}to ['\"]",
     # a quoted phrase named as the messages it came in: "lots of '...' messages from new accounts",
-    # "my post got flooded with '...' replies"
-    r"['\"] ?(?:messages?|dms?|comments?|texts?|replies|posts?|spam|whispers|emails?|sms|calls?"
-    r"|links?)\b",
+    # "my post got flooded with '...' replies", "the '...' email" (plural, or singular after
+    # "the": "here's a '...' message for you" is no report)
+    r"['\"] ?(?:messages|dms|comments|texts|replies|posts|spam|whispers|emails|calls|links)\b"
+    r"|\bthe ['\"][^'\"]{1,80}['\"] ?(?:message|dm|comment|text|reply|post|email|sms|call|link)\b",
     # a quoted term defined: "in aviation '...' is the callout to pull the throttles back"
     r"['\"] (?:is|was) (?:the|a|an) (?:callout|call|command|term|word|name|abbreviation|acronym"
     r"|signal|code)\b|['\"] (?:means|meant|refers to|stands for|used to mean)\b",
