@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from importlib import resources
@@ -79,6 +80,7 @@ __all__ = [
     "RuleMeta",
     "RuleSet",
     "compile_re2",
+    "compile_re2_set",
     "default_ruleset",
     "load_ruleset",
     "parse_ruleset",
@@ -95,6 +97,11 @@ _KIND_KEYS = {
     "profile": frozenset({"check", "sender_ids", "max_account_age_hours", "min_strikes"}),
 }
 _RE2_MAX_MEM_BYTES = 8 << 20
+_RE2_SET_MAX_MEM_BYTES = 64 << 20
+"""The DFA budget of a set of many patterns, or of one pattern joining many. With RE2's default
+(8 MiB) the shipped regex rules' set ran out of DFA cache and fell back to slower matching: 250 us
+per message against 3 us at 64 MiB (same matches; about 32 MiB more resident memory), and the
+mention frames and named spans 64 us against 4 us, measured on 3,897 dev and probe lines."""
 _LIST_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
 _TOP_LEVEL_KEYS = frozenset({"rules", "version", "exempts"})
 
@@ -185,9 +192,29 @@ class RuleSet:
         raise KeyError(rule_id)
 
 
-def compile_re2(pattern: str) -> re2._Regexp:
-    """Compile with RE2 only (linear time, no backtracking); raise ``re2.error`` if unsupported."""
-    return re2.compile(pattern, _re2_options())
+def compile_re2(pattern: str, *, large: bool = False) -> re2._Regexp:
+    """Compile with RE2 only (linear time, no backtracking); raise ``re2.error`` if unsupported.
+
+    ``large``: one pattern joining many alternatives (the mention frames) gets a set's DFA budget.
+    """
+    options = _re2_options()
+    if large:
+        options.max_mem = _RE2_SET_MAX_MEM_BYTES
+    return re2.compile(pattern, options)
+
+
+def compile_re2_set(patterns: Sequence[str]) -> re2.Set | None:
+    """One RE2 set searching for all ``patterns`` at once (``Match`` gives the indices, in
+    ``patterns`` order, of those found); ``None`` when there are none."""
+    if not patterns:
+        return None
+    options = _re2_options()
+    options.max_mem = _RE2_SET_MAX_MEM_BYTES
+    regex_set = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        regex_set.Add(pattern)
+    regex_set.Compile()
+    return regex_set
 
 
 def _re2_options() -> re2.Options:

@@ -22,7 +22,7 @@ import re2
 
 from pipelines.canonical import CanonicalText
 from pipelines.canonical.scripts import is_han
-from pipelines.rules.config import KeywordRule
+from pipelines.rules.config import KeywordRule, compile_re2_set
 from pipelines.rules.masks import MaskMatcher
 from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
 
@@ -48,7 +48,6 @@ _UNSPACED_RE2_CLASS = (
 )
 _RIGHT_BOUNDARY = f"(?:$|[^\\p{{L}}\\p{{N}}]|{_UNSPACED_RE2_CLASS})"
 """RE2: what may follow a keyword ending in a letter or digit (see ``is_boundary_char``)."""
-_SET_MAX_MEM_BYTES = 64 << 20
 
 
 def _is_unspaced(char: str) -> bool:
@@ -104,7 +103,7 @@ class KeywordMatcher:
             )
             self._automaton.add_word(keyword, value)
         self._empty = not entries
-        self._unspaced = _literal_set([pattern for pattern, _ in unspaced])
+        self._unspaced = compile_re2_set([pattern for pattern, _ in unspaced])
         self._unspaced_ids = tuple(rule_ids for _, rule_ids in unspaced)
         self._has_automaton = len(self._automaton) > 0
         if self._has_automaton:
@@ -164,20 +163,6 @@ class KeywordMatcher:
             if near_han and _touches_han(text, word):
                 found.update(near_han)
         return found
-
-
-def _literal_set(patterns: Sequence[str]) -> re2.Set | None:
-    """One RE2 set searching for all ``patterns`` at once, ``None`` when there are none."""
-    if not patterns:
-        return None
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = _SET_MAX_MEM_BYTES
-    literal_set = re2.Set.SearchSet(options)
-    for pattern in patterns:
-        literal_set.Add(pattern)
-    literal_set.Compile()
-    return literal_set
 
 
 def _touches_han(text: str, word: str) -> bool:

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import re2
 
+from pipelines.rules.config import compile_re2
 from pipelines.rules.reports import is_report
 
 __all__ = ["MAX_SPAN_CHARS", "blank_spans", "is_mention_frame", "mentioned_spans"]
@@ -200,8 +201,8 @@ _ZH_FRAMES = (
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
     r"^(?:管理|房管|群管)[,:!]",
 )
-_FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES))
-_NAMED = re2.compile(
+_FRAME = compile_re2("|".join(f"(?:{p})" for p in _EN_FRAMES + _ZH_FRAMES), large=True)
+_NAMED = compile_re2(
     # what a warning names as a scam, a message, link or ad: "psa: the free nitro dm is a scam",
     # "兼职刷单的广告是骗子" (never a group of people: "河南人都是骗子" is a smear, not a warning)
     r"(?:^|[:,.!?;]) ?([^:,.!?;]{0,60}\b(?:dms?|links?|messages?|site|website|post|giveaway|offer"
@@ -306,7 +307,8 @@ _NAMED = re2.compile(
     # what talk about the filter says it let through: "the n word got filtered but spic didnt"
     r"|\b(?:filtered|censored|blocked|flagged|caught)\b[^.!?;]{0,30}\bbut ((?:[^\s,.!?;]+ ?){1,3})"
     r"(?:didn'?t|doesn'?t|isn'?t|wasn'?t|did not|does not|is not|was not|got through"
-    r"|gets through)\b"
+    r"|gets through)\b",
+    large=True,
 )
 _BRACKETED = re2.compile(
     f'"[^"]{{1,{MAX_SPAN_CHARS}}}"|「[^」]{{1,{MAX_SPAN_CHARS}}}」|『[^』]{{1,{MAX_SPAN_CHARS}}}』'

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import re2
 
-from pipelines.rules.config import MatchMode, RegexRule, compile_re2
+from pipelines.rules.config import MatchMode, RegexRule, compile_re2, compile_re2_set
 
 __all__ = ["PatternMatcher"]
 
@@ -28,23 +28,13 @@ class PatternMatcher:
 
     def __init__(self, rules: Sequence[RegexRule]) -> None:
         self._rules = tuple(rules)
-        self._owners: list[int] = []
         self.compiled: tuple[re2._Regexp, ...] = tuple(
             compile_re2(pattern) for rule in self._rules for pattern in rule.patterns
         )
         """Each pattern compiled on its own by RE2, in rule order (matching uses the set; a rule
         with exempt spans is searched again with its own compiled patterns)."""
-        options = re2.Options()
-        options.log_errors = False
-        self._set: re2.Set | None = None
-        if self.compiled:
-            regex_set = re2.Set.SearchSet(options)
-            for owner, rule in enumerate(self._rules):
-                for pattern in rule.patterns:
-                    regex_set.Add(pattern)
-                    self._owners.append(owner)
-            regex_set.Compile()
-            self._set = regex_set
+        self._owners = [owner for owner, rule in enumerate(self._rules) for _ in rule.patterns]
+        self._set = compile_re2_set([pattern for rule in self._rules for pattern in rule.patterns])
         self._exempt: dict[int, tuple[re2._Regexp, tuple[re2._Regexp, ...]]] = {
             owner: (
                 compile_re2("|".join(f"(?:{span})" for span in rule.exempt)),
