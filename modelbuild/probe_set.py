@@ -1,7 +1,7 @@
-"""``python -m modelbuild.probe_set [--probe l..w]``: the whole decision on a probe set, lines
+"""``python -m modelbuild.probe_set [--probe l..x]``: the whole decision on a probe set, lines
 no build was tuned to.
 
-``modelbuild/data/probe_<l..w>.toml`` (their provenance and layout are inside them) hold harmful
+``modelbuild/data/probe_<l..x>.toml`` (their provenance and layout are inside them) hold harmful
 lines per language and category, plain and disguised by hand, and everyday lines: plain chat, game
 banter, reports of received abuse and ordinary senses of profane words. Probe L was written by the
 fourth issue-20 session (read since); probe M by writers that never saw the repository, for the
@@ -10,7 +10,8 @@ fifth (read since its final measurement); probe N likewise for the sixth and pro
 ninth and probe S for the tenth (both read since their end gradings), probes T and U for the
 eleventh (T read after its end grading; U, written after the rules that reading gave, read by
 the twelfth), probes V and W for the twelfth (V read after its end grading; W, written after
-the rules that reading gave, the default: the newest of :data:`PROBES`). Each line takes
+the rules that reading gave, read by the thirteenth), probe X for the thirteenth (graded at its
+start and end; the default: the newest of :data:`PROBES`). Each line takes
 the worker's path (:func:`modelbuild.whole_decision.decide_texts`: decode, rules, the served
 ``moderation`` model's code in process, the policy with default thresholds) and is graded as the
 dev set is
@@ -53,6 +54,7 @@ PROBES = (
     "probe_u",
     "probe_v",
     "probe_w",
+    "probe_x",
 )
 """The probe files of ``modelbuild/data/``, oldest first."""
 _LANGS = ("en", "zh")
