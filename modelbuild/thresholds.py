@@ -74,7 +74,9 @@ class Lines:
 
     harmful: Bools
     rule_caught: Bools
-    """A flag or block rule hit it."""
+    """A block rule or a flag rule the model cannot clear hit it."""
+    rule_clearable: Bools
+    """Only flag rules marked ``yields_to_model`` hit it (the model may clear them)."""
     rule_escalates: Bools
     """A rule hit escalates it (escalate action, critical severity or a severe category)."""
     toxic: Floats
@@ -82,6 +84,8 @@ class Lines:
     spam: Floats
     ad: Floats
     """Model probabilities; 0 where the model is not asked (a rule blocked the line)."""
+    scored: Bools
+    """The model was asked."""
     lang: tuple[str, ...]
 
 
@@ -115,27 +119,45 @@ def sweep_lines(
     n = len(decided)
     arrays = {k: np.zeros(n) for k in ("toxic", "hate", "spam", "ad")}
     rule_caught = np.zeros(n, dtype=bool)
+    rule_clearable = np.zeros(n, dtype=bool)
+    scored = np.zeros(n, dtype=bool)
     rule_escalates = np.zeros(n, dtype=bool)
     for i, (outcome, scores) in enumerate(decided):
         if outcome is None:
             continue
-        rule_caught[i] = any(h.action in (RuleAction.FLAG, RuleAction.BLOCK) for h in outcome.hits)
+        rule_caught[i] = any(
+            h.action is RuleAction.BLOCK or (h.action is RuleAction.FLAG and not h.yields_to_model)
+            for h in outcome.hits
+        )
+        rule_clearable[i] = not rule_caught[i] and any(
+            h.action is RuleAction.FLAG for h in outcome.hits
+        )
         rule_escalates[i] = _rule_escalates(outcome)
         if scores is not None:
+            scored[i] = True
             arrays["toxic"][i] = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
             arrays["hate"][i] = scores.toxicity[2]
             arrays["spam"][i] = scores.intent[2]
             arrays["ad"][i] = scores.intent[3]
     lines = Lines(
-        np.asarray(harmful, dtype=bool), rule_caught, rule_escalates, lang=tuple(langs), **arrays
+        np.asarray(harmful, dtype=bool),
+        rule_caught,
+        rule_clearable,
+        rule_escalates,
+        scored=scored,
+        lang=tuple(langs),
+        **arrays,
     )
     return lines, decided
 
 
 def _flags(lines: Lines, t: PolicyThresholds) -> tuple[Bools, Bools]:
     """(caught, flagged-blocked-or-escalated) per line under ``t``, as ``policy.decide`` has it."""
+    clear_signal = np.maximum(lines.toxic, np.maximum(lines.spam, lines.ad))
+    kept = lines.rule_clearable & (~lines.scored | (clear_signal >= t.model_clears_below))
     caught = (
         lines.rule_caught
+        | kept
         | (lines.toxic >= t.flag_offensive)
         | (lines.hate >= t.flag_hate)
         | (lines.spam >= t.flag_spam)

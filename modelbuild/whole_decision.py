@@ -36,8 +36,8 @@ import numpy as np
 from pipelines.canonical import CanonicalText, canonicalize
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage
-from pipelines.policy import PolicyThresholds, decide
-from pipelines.rule_hits import RuleAction, RuleOutcome
+from pipelines.policy import PolicyThresholds, decide, standing_flags
+from pipelines.rule_hits import RuleOutcome
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import MODEL_OUTPUTS, ModelScores
 from pipelines.verdict import PolicyResult
@@ -167,8 +167,9 @@ def harm_score(
     flag or block rule hit it; else ``r / (1 + r)`` where ``r`` is its largest model probability
     over that probability's flag threshold (``1 - P(none)`` over ``flag_offensive``,
     ``P(hate)`` over ``flag_hate``, ``P(spam)`` and ``P(advertisement)`` over theirs). The model
-    flags or blocks a message exactly when its score is at least 0.5."""
-    if any(hit.action in (RuleAction.FLAG, RuleAction.BLOCK) for hit in outcome.hits):
+    flags or blocks a message exactly when its score is at least 0.5. A flag the model clears
+    (``policy.standing_flags``) does not count as a rule hit."""
+    if outcome.is_decisive or standing_flags(outcome.hits, scores, thresholds):
         return RULE_SCORE
     if scores is None:
         return 0.0

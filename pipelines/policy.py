@@ -15,7 +15,11 @@
    - BLOCK when ``hate >= block_hate`` (hate), ``toxic >= block_offensive`` (offensive) or
      ``spam >= block_spam`` (spam);
    - FLAG when ``hate >= flag_hate``, ``toxic >= flag_offensive``, ``spam >= flag_spam``,
-     ``ad >= flag_advertisement``, or a ``flag`` rule matched;
+     ``ad >= flag_advertisement``, or a ``flag`` rule matched that the model does not clear;
+   - the model **clears** the flag of a rule marked ``yields_to_model`` (word-list rules whose
+     words have ordinary senses: "wanker of a pigeon stole my chip", "特么的, 手机摔碎屏了") when
+     ``toxic``, ``spam`` and ``ad`` are all below ``model_clears_below``: the hit stays in the
+     reasons, followed by ``cleared_by_model:<rule id>``;
    - otherwise ALLOW. ``escalate`` rule hits escalate but do not raise the decision by
      themselves (a human decides).
 
@@ -61,7 +65,7 @@ from pipelines.severe_harm import (
 )
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
-__all__ = ["PolicyConfigError", "PolicyThresholds", "decide"]
+__all__ = ["PolicyConfigError", "PolicyThresholds", "decide", "standing_flags"]
 
 _LEVEL = {Decision.ALLOW: 0, Decision.FLAG: 1, Decision.BLOCK: 2}
 _SEVERITY_WEIGHT = {
@@ -116,6 +120,13 @@ class PolicyThresholds:
     flag_advertisement: float = 0.40
     escalate_low: float = 0.65
     escalate_high: float = 0.85
+    model_clears_below: float = 0.01
+    """The flag of a ``yields_to_model`` rule is dropped when the model's offensive-or-hate, spam
+    and advertisement probabilities are all below this (0 turns clearing off). At 0.01, over the
+    dev set and probes L-W (``python -m modelbuild.thresholds`` checks the policy against its
+    sweep), the two profanity word lists' flags were cleared on six everyday lines (ordinary
+    senses, swearing at nobody, a word discussed) and on no harmful line; at 0.02 a harmful
+    line ("草泥马的中单, 又送") was cleared too."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -240,10 +251,18 @@ def _with_model(
     spam = scores.intent[2]
     ad = scores.intent[3]
     model_signals = _model_signals(hate, toxic, spam, ad, t)
+    standing = standing_flags(hits, scores, t)
+    rule_reasons = (
+        *rule_reasons,
+        *(
+            f"cleared_by_model:{hit.rule_id}"
+            for hit in hits
+            if hit.action is RuleAction.FLAG and hit not in standing
+        ),
+    )
     signals = model_signals + [
         _Signal(Decision.FLAG, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
-        for hit in hits
-        if hit.action is RuleAction.FLAG
+        for hit in standing
     ]
     decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
     drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
@@ -285,6 +304,20 @@ def _with_model(
         priority=_priority(severity, max(toxic, spam, ad)),
         reasons=(*rule_reasons, *model_reasons),
     )
+
+
+def standing_flags(
+    hits: tuple[RuleHit, ...], scores: ModelScores | None, t: PolicyThresholds
+) -> tuple[RuleHit, ...]:
+    """The ``flag`` hits that count toward a FLAG: all of them, less those of ``yields_to_model``
+    rules when the model clears them (module docstring). Without scores nothing is cleared."""
+    flags = tuple(hit for hit in hits if hit.action is RuleAction.FLAG)
+    if scores is None or not any(hit.yields_to_model for hit in flags):
+        return flags
+    toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
+    if max(toxic, scores.intent[2], scores.intent[3]) >= t.model_clears_below:
+        return flags
+    return tuple(hit for hit in flags if not hit.yields_to_model)
 
 
 def _model_signals(

@@ -38,14 +38,22 @@ class RuleHit:
     category: str
     severity: Severity
     action: RuleAction
+    yields_to_model: bool = False
+    """The rule's ``yields_to_model``: the policy drops this flag when the model is confident the
+    message is harmless (``pipelines.policy``)."""
 
     def as_dict(self) -> dict[str, object]:
-        return {
+        """The stored form (``verdicts.rule_hits``); ``yields_to_model`` only when set, so hits
+        of other rules keep the form they always had."""
+        out: dict[str, object] = {
             "rule_id": self.rule_id,
             "category": self.category,
             "severity": self.severity.name.lower(),
             "action": self.action.value,
         }
+        if self.yields_to_model:
+            out["yields_to_model"] = True
+        return out
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,6 +152,7 @@ def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
             category=str(item["category"]),
             severity=Severity[str(item["severity"]).upper()],
             action=RuleAction(str(item["action"])),
+            yields_to_model=item.get("yields_to_model") is True,
         )
         for item in items
     )

@@ -12,6 +12,12 @@ A rule file holds an array of ``[[rules]]`` tables. Every rule has::
     yields_to_reports = true         # optional, default false; a message reporting abuse its
                                      # writer received is left to the model by this rule
                                      # (``pipelines.rules.reports``); not allowed on block rules
+    yields_to_model = true           # optional, default false; the policy drops this rule's flag
+                                     # when the model finds the message harmless with confidence
+                                     # (``PolicyThresholds.model_clears_below``): a word-list
+                                     # rule whose words have ordinary senses ("a needy little
+                                     # bastard" of a sourdough starter); flag rules outside
+                                     # the severe categories (``pipelines.severe_harm``) only
 
 and the payload of its kind:
 
@@ -68,6 +74,7 @@ import re2
 from pipelines.canonical import canonical_form
 from pipelines.errors import PipelineError
 from pipelines.rule_hits import RuleAction, Severity
+from pipelines.severe_harm import is_severe
 
 __all__ = [
     "KeywordRule",
@@ -89,7 +96,17 @@ __all__ = [
 _ID = re.compile(r"[a-z0-9][a-z0-9_.\-]{0,63}")
 _CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _COMMON_KEYS = frozenset(
-    {"id", "category", "severity", "action", "kind", "languages", "enabled", "yields_to_reports"}
+    {
+        "id",
+        "category",
+        "severity",
+        "action",
+        "kind",
+        "languages",
+        "enabled",
+        "yields_to_reports",
+        "yields_to_model",
+    }
 )
 _KIND_KEYS = {
     "keywords": frozenset({"keywords", "exempt", "exempt_lists"}),
@@ -140,6 +157,7 @@ class RuleMeta:
     languages: tuple[str, ...] = ()
     enabled: bool = True
     yields_to_reports: bool = False
+    yields_to_model: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +376,14 @@ def _parse_meta(rule_id: str, table: dict[str, object]) -> RuleMeta:
         raise RuleLoadError(rule_id, "'yields_to_reports' must be a boolean")
     if yields and actions[action_name] is RuleAction.BLOCK:
         raise RuleLoadError(rule_id, "'yields_to_reports' is not allowed on a block rule")
+    to_model = table.get("yields_to_model", False)
+    if not isinstance(to_model, bool):
+        raise RuleLoadError(rule_id, "'yields_to_model' must be a boolean")
+    if to_model and actions[action_name] is not RuleAction.FLAG:
+        raise RuleLoadError(rule_id, "'yields_to_model' is allowed on flag rules only")
+    if to_model and is_severe(category):
+        # The model has no threat, self-harm or exploitation output to be confident with.
+        raise RuleLoadError(rule_id, f"'yields_to_model' is not allowed in category {category!r}")
     return RuleMeta(
         id=rule_id,
         category=category,
@@ -366,6 +392,7 @@ def _parse_meta(rule_id: str, table: dict[str, object]) -> RuleMeta:
         languages=tuple(languages),
         enabled=enabled,
         yields_to_reports=yields,
+        yields_to_model=to_model,
     )
 
 

@@ -74,6 +74,7 @@ class RuleEngine:
                 category=rule.meta.category,
                 severity=rule.meta.severity,
                 action=rule.meta.action,
+                yields_to_model=rule.meta.yields_to_model,
             )
             for rule in enabled
         }

@@ -78,3 +78,15 @@ def test_probe_rows_joins_the_named_read_probes_with_their_labels() -> None:
 def test_probe_rows_refuses_a_name_that_is_no_probe() -> None:
     with pytest.raises(ValueError, match="probe_z"):
         probe_rows("l,z")
+
+
+def test_the_sweep_lets_the_model_clear_a_yielding_word_rule_as_the_policy_does() -> None:
+    """A profanity word (``en.offensive.profanity`` yields to the model) in its ordinary sense:
+    cleared at toxic 0.001, a flag at 0.3, as ``policy.decide`` has it."""
+    texts = ["a needy little bastard of a starter tox=0.001", "a needy little bastard tox=0.3"]
+    lines, _ = sweep_lines(texts, [False, True], ["en", "en"], TableScorer())
+    assert list(lines.rule_clearable) == [True, True]
+    got = grade(lines, PolicyThresholds())
+    assert (got.catch, got.everyday_fpr) == (1.0, 0.0)
+    off = grade(lines, replace(PolicyThresholds(), model_clears_below=0.0))
+    assert (off.catch, off.everyday_fpr) == (1.0, 1.0)

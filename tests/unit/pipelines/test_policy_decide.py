@@ -33,8 +33,16 @@ def _hit(
     action: RuleAction = RuleAction.FLAG,
     severity: Severity = Severity.MEDIUM,
     category: str = "offensive",
+    *,
+    yields_to_model: bool = False,
 ) -> RuleHit:
-    return RuleHit(rule_id=rule_id, category=category, severity=severity, action=action)
+    return RuleHit(
+        rule_id=rule_id,
+        category=category,
+        severity=severity,
+        action=action,
+        yields_to_model=yields_to_model,
+    )
 
 
 def test_thresholds_are_the_settings_defaults() -> None:
@@ -278,6 +286,7 @@ _hits = st.builds(
     ),
     severity=st.sampled_from(list(Severity)),
     action=st.sampled_from(list(RuleAction)),
+    yields_to_model=st.booleans(),
 )
 _outcomes = st.lists(_hits, max_size=4).map(lambda hits: RuleOutcome(tuple(hits)))
 
@@ -303,6 +312,7 @@ def _thresholds(draw: st.DrawFn) -> PolicyThresholds:
         flag_advertisement=draw(_prob),
         escalate_low=low,
         escalate_high=high,
+        model_clears_below=draw(_prob),
     )
 
 
@@ -372,3 +382,44 @@ def test_decision_monotone_in_hate(
     before = decide(outcome, scores, t)
     after = decide(outcome, raised, t)
     assert LEVEL[after.decision] >= LEVEL[before.decision]
+
+
+_WORDS = _hit("en.words", yields_to_model=True)
+
+
+@pytest.mark.parametrize(
+    ("scores", "cleared"),
+    [
+        (_scores(offensive=0.004), True),
+        (_scores(offensive=0.002, hate=0.002, spam=0.003, ad=0.002), True),
+        (_scores(offensive=0.012), False),
+        (_scores(hate=0.011), False),
+        (_scores(spam=0.02), False),
+        (_scores(ad=0.01), False),
+    ],
+)
+def test_the_model_clears_a_yielding_flag_only_when_every_harm_probability_is_low(
+    scores: ModelScores, cleared: bool
+) -> None:
+    """A ``yields_to_model`` flag is dropped when toxic, spam and advertisement are all below
+    ``model_clears_below`` (0.01); the hit stays in the reasons with ``cleared_by_model``."""
+    result = decide(RuleOutcome((_WORDS,)), scores, T)
+    assert result.decision is (Decision.ALLOW if cleared else Decision.FLAG)
+    assert ("cleared_by_model:en.words" in result.reasons) is cleared
+    assert "rule:en.words" in result.reasons
+
+
+def test_clearing_leaves_other_flags_and_needs_a_model() -> None:
+    """Only the yielding rule's flag is dropped; without scores, or with clearing turned off
+    (0), the flag stands."""
+    low = _scores(offensive=0.001)
+    other = _hit("en.other")
+    both = decide(RuleOutcome((_WORDS, other)), low, T)
+    assert both.decision is Decision.FLAG
+    assert "cleared_by_model:en.words" in both.reasons
+    assert "cleared_by_model:en.other" not in both.reasons
+    pending = decide(RuleOutcome((_WORDS,)), None, T, model_available=False)
+    assert pending.decision is Decision.FLAG
+    off = dataclasses.replace(T, model_clears_below=0.0)
+    assert decide(RuleOutcome((_WORDS,)), low, off).decision is Decision.FLAG
+    assert decide(RuleOutcome((_hit("en.plain"),)), low, T).decision is Decision.FLAG

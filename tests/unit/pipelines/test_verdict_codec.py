@@ -232,6 +232,10 @@ def test_hits_round_trip_through_their_stored_form() -> None:
     """``hits_from_json(hit.as_dict())`` gives the hit back."""
     hit = RuleHit("en.spam.1", "spam", Severity.HIGH, RuleAction.FLAG)
     assert hits_from_json([hit.as_dict()]) == (hit,)
+    assert "yields_to_model" not in hit.as_dict()
+    words = RuleHit("en.words", "offensive", Severity.MEDIUM, RuleAction.FLAG, True)
+    assert words.as_dict()["yields_to_model"] is True
+    assert hits_from_json([words.as_dict()]) == (words,)
 
 
 @pytest.mark.parametrize("scored", [True, False])

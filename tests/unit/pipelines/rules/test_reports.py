@@ -98,3 +98,21 @@ def test_the_key_is_per_rule_and_validated() -> None:
         parse_ruleset(_RULE.format(action="flag", extra='yields_to_reports = "yes"'))
     with pytest.raises(RuleLoadError, match="not allowed on a block rule"):
         parse_ruleset(_RULE.format(action="block", extra="yields_to_reports = true"))
+
+
+def test_yields_to_model_is_carried_on_the_hit_and_validated() -> None:
+    """The key travels on the rule's hits (the policy weighs it) and is refused where the model
+    cannot judge: on block rules and in the severe categories."""
+    engine = RuleEngine(parse_ruleset(_RULE.format(action="flag", extra="yields_to_model = true")))
+    hits = engine.evaluate(ChatMessage("m-1", "g-1", "u-1", "you badword", _SENT_AT, {})).hits
+    assert [hit.yields_to_model for hit in hits] == [True]
+    with pytest.raises(RuleLoadError, match="must be a boolean"):
+        parse_ruleset(_RULE.format(action="flag", extra='yields_to_model = "yes"'))
+    with pytest.raises(RuleLoadError, match="flag rules only"):
+        parse_ruleset(_RULE.format(action="block", extra="yields_to_model = true"))
+    with pytest.raises(RuleLoadError, match="not allowed in category 'threat'"):
+        parse_ruleset(
+            _RULE.format(action="flag", extra="yields_to_model = true").replace(
+                'category = "test"', 'category = "threat"'
+            )
+        )
