@@ -10,7 +10,7 @@ still sees the whole text.
 A span counts only inside a *mention frame*, searched in the canonical text:
 
 - a report of received abuse (:func:`pipelines.rules.reports.is_report`), or *report (it)*,
-  *reported*, *blocked*, *muted*;
+  *reported*, *blocked*, *muted*, *being / i was / got told*;
 - a speech verb shortly before the quote: *said*, *told me/my sister*, *wrote*, *commented*,
   *posted*, *yelled*, *messaged*, *dmed me*, *keeps dming/commenting*, *sent me*, *my friend
   got*, *keeps saying*, *called me*; 说, 骂, 写, 留言, 私信, 发, 喊, 评论; others telling, calling
@@ -22,7 +22,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   as the messages it came in: *lots of '…' messages*, *flooded with '…' replies*;
 - a warning: *psa*, *warning*, *heads up*, *reminder*, *is a scam*, *it's fake*, *don't click*,
   *did anyone else get*; 提醒, 警惕, 别上当, 千万别, 别信, 是骗子;
-- a call on the moderators or the police: a message that opens with *mods,* (a known way to
+- a call on the moderators or the police (*get a mod*, *mods please*): a message that opens
+  with *mods,* (a known way to
   dress abuse up as a report; the model still sees the whole text), *@mods*, *went to the
   police*, *screenshots*, *can admins do something / deal with / ban*;
 - a moderator's note or a rule: *not allowed*, *against the rules/tos*, *we don't tolerate*,
@@ -56,7 +57,9 @@ jokes"), what someone asks to add to the filter, what a report says someone call
 someone calls you a ..., report them"), the ad a Chinese report names ("这人一直发约炮广告"), what
 someone keeps saying or spamming there ("一直在公屏说…", "用…刷屏", "他在每个帖子下面都刷…"), a
 text message received and a scam's cover ("以…为名"), what someone else told the writer to do
-("to the guy who told me to …: reported"; never "i told you to …"), the word or message a report
+("to the guy who told me to …: reported"; never "i told you to …") or what the writer was told
+("being told to … every day is a lot"), what a comment or a post said ("saw a comment saying …,
+reported it"), the word or message a report
 names ("banned a user for the word …", "i reported the … message"), what the filter should
 catch ("can automod catch … with spaces"), what is not on the word list yet ("why is … not on the
 banned word list"), what someone sent the writer in a Chinese report ("有人私信给我发了一堆…")
@@ -120,6 +123,10 @@ _EN_FRAMES = (
     # spamming ...", "the amount of '...' on eu servers", "please stop with the ... jokes"
     r"\b(?:allowed|tolerated|tired of|sick of|fed up with|the amount of|stop with)\b",
     r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
+    # told something, in the passive: "being told 'nobody likes you' in front of everyone hurt",
+    # "i was told women belong in the kitchen during a ranked game"; and a call for a moderator
+    r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told\b"
+    r"|\bget (?:a|some) mods?\b|\bmods?,? (?:please|pls|plz)\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
     r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
     # a moderator's or a member's rule about it: "mod note: 'kys' jokes are not allowed",
@@ -251,13 +258,18 @@ _NAMED = compile_re2(
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
     # reported", "some creep asked me how much for a night, blocked"
     r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"
-    r"|some \w+)(?: \w+){0,4} (?:said|says|saying|wrote|posted|typed|yelled|asked me|asks me"
-    r"|keeps asking me|kept asking me) (?:that |if |for |to )?((?:[^,.!?;'\"]|\b'\b){1,80})"
+    r"|some \w+|(?:a|one|this|that) (?:comment|reply|post|message|tweet|video|thread|review)"
+    r"|comments|replies|posts)(?: \w+){0,4} (?:said|says|saying|wrote|posted|typed|yelled"
+    r"|asked me|asks me|keeps asking me|kept asking me) (?:that |if |for |to )?"
+    r"((?:[^,.!?;'\"]|\b'\b){1,80})"
     # what someone else told the writer to do, in a report: "to the guy who told me to go jump
     # off a bridge: reported" (never the writer's own words: "i told you to ..." is not one)
     r"|\b(?:who|someone|somebody|he|she|they|people|a \w+|some \w+|this \w+|that \w+|the \w+)"
     r"(?: \w+){0,3} (?:told|tells|keeps telling|kept telling|was telling) (?:me|us|my \w+|our \w+)"
     r" (?:to |that )?([^,.!?;:\"]{1,60})"
+    # what the writer was told, in the passive: "being told to kys every single day is a lot"
+    r"|\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told"
+    r" (?:that |to )?([^,.!?;:\"]{1,60})"
     # what others told someone else to do: "people in chat were telling the streamer to ..."
     # (never the writer: "i told the guy to ..." is not one)
     r"|\b(?:people|someone|somebody|they|users|chat|viewers|trolls|others|he|she|guys|kids)"

@@ -126,6 +126,17 @@ def test_blank_spans_replaces_each_span_with_one_space() -> None:
         ),
         ("有人私信给我发了一堆去死吧，好难受", "zh.self_harm.incitement", "去死吧"),
         ("他在每个帖子下面都刷加V领福利，版主处理一下", "zh.ad.add_contact", "加V领福利"),
+        ("being told to kys after every match gets old", "en.self_harm.incitement", "kys"),
+        (
+            "i got told 'nobody likes you' in the team chat, it stung",
+            "en.harassment.demeaning",
+            "nobody likes you",
+        ),
+        (
+            "saw a comment saying no gays allowed in this server, mods please",
+            "en.hate.dehumanizing",
+            "no gays allowed in this server",
+        ),
     ],
 )
 def test_a_quoted_mention_does_not_hit(text: str, rule: str, said: str) -> None:
