@@ -37,7 +37,7 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   被陌生人加微信;
 - talk about a word: *the word/term/slur*, *what does … mean*, *swear word*, *just means*,
   *slang*, *in british english*, a quoted term defined (*'…' is the callout*, *'…' means*);
-  这个缩写, 这个梗;
+  这个缩写, 这个梗, 这个表情包;
   口头禅, 挂在嘴边; a message named and quoted (*the message '…'*); the moderators' word lists
   (*banned words*, *word list*);
 - a warning not to follow it: 别点, 不要扫, 千万别加.
@@ -202,7 +202,7 @@ _ZH_FRAMES = (
     # talk about the filter and a group's owner: "审核识别不出“nmsl”", "群主, 有人发了“…”"
     r"群主|版主|吧主|审核|屏蔽词|敏感词|违禁词|过滤|识别不出|清理一下",
     # talk about a word: "“傻逼”这个词在不同地方的冒犯程度差别好大"
-    r"这个词|这个字|这两个字|这种词|这个缩写|这个梗|这个说法|语言学|词源|口头禅|挂在嘴边",
+    r"这个词|这个字|这两个字|这种词|这个缩写|这个梗|这个说法|这个表情包|语言学|词源|口头禅|挂在嘴边",
     # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
     r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"

@@ -15,7 +15,7 @@ Chinese, see ``pipelines.canonical``):
   should* / *sent me* / *keeps dming me*, or asking *how (do|can|should) i report*, *reported
   him/her/them/this user*, *blocked* them;
 - Chinese: *骂我*, *说我是*, *叫我去*, *私信我*, *收到…(邀请|私信|消息|照片)*, *怎么举报*,
-  *已经举报*, *已经拉黑*, *被人骂*.
+  *已经举报*, *已经拉黑*, *被人骂*, *被(同学)叫 / 说成*, *骂粉丝 / 观众 / 别人*, *骂人的话*.
 
 Near misses that are not reports: "i'll report you, idiot" (a threat to report, no frame of
 received abuse), "call me when you're home" (no frame: only *called*, *calls*, *calling me*
@@ -48,6 +48,9 @@ _ZH = (
     r"怎么举报",
     r"(?:已经|已)(?:举报|拉黑)",
     r"被人骂",
+    r"被[^,.!?;]{0,4}(?:叫|说成|叫成|骂成)",
+    r"骂(?:粉丝|观众|别人|人家|网友|路人|残疾|我的|我家|我朋友|我哥|我姐|我妈|我爸)",
+    r"骂人的话",
 )
 _FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN + _ZH))
 
