@@ -127,6 +127,9 @@ _EN_FRAMES = (
     # "i was told women belong in the kitchen during a ranked game"; and a call for a moderator
     r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told\b"
     r"|\bget (?:a|some) mods?\b|\bmods?,? (?:please|pls|plz)\b",
+    # abuse named by its kind: "racist comments on my videos, stuff like '...'"
+    r"\b(?:racist|sexist|homophobic|transphobic|hateful|abusive) (?:comments?|messages?|remarks?"
+    r"|dms?|replies|abuse)\b",
     r"\b(?:is|it'?s|are|was) (?:a |an )?(?:scam|phishing)\b",
     r"\bdon'?t (?:click|open|log in|send|reply|fall for)\b",
     # a moderator's or a member's rule about it: "mod note: 'kys' jokes are not allowed",
@@ -258,7 +261,8 @@ _NAMED = compile_re2(
     # what someone else said or asked, in a report: "someone in the lobby said gays should die,
     # reported", "some creep asked me how much for a night, blocked"
     r"|\b(?:someone|somebody|a guy|this guy|some guy|a user|this user|he|she|they|people"
-    r"|some \w+|(?:a|one|this|that) (?:comment|reply|post|message|tweet|video|thread|review)"
+    r"|some \w+|the guy|the user|the person|that guy"
+    r"|(?:a|one|this|that|the) (?:comment|reply|post|message|tweet|video|thread|review)"
     r"|comments|replies|posts)(?: \w+){0,4} (?:said|says|saying|wrote|posted|typed|yelled"
     r"|asked me|asks me|keeps asking me|kept asking me) (?:that |if |for |to )?"
     r"((?:[^,.!?;'\"]|\b'\b){1,80})"

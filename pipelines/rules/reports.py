@@ -11,9 +11,9 @@ Block rules, severe-harm rules and every rule without the key are never affected
 A report is recognised by its frame, searched in the canonical text (case-folded, Simplified
 Chinese, see ``pipelines.canonical``):
 
-- English: someone *called me* / *keeps calling me* / *said i'm* / *told me to* / *told me i
-  should* / *sent me* / *keeps dming me*, or asking *how (do|can|should) i report*, *reported
-  him/her/them/this user*, *blocked* them;
+- English: someone *called me* / *keeps calling me* / *i was called* / *said i'm* / *told me
+  to* / *told me i should* / *sent me* / *keeps dming me*, or asking *how (do|can|should) i
+  report*, *reported him/her/them/this user*, *blocked* them;
 - Chinese: *骂我*, *说我是*, *叫我去*, *私信我*, *收到…(邀请|私信|消息|照片)*, *怎么举报*,
   *已经举报*, *已经拉黑*, *被人骂*, *被(同学)叫 / 说成*, *骂粉丝 / 观众 / 别人*, *骂人的话*.
 
@@ -30,6 +30,7 @@ __all__ = ["is_report"]
 
 _EN = (
     r"\b(?:called|calls|calling) me\b",
+    r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|been) called\b",
     r"\bsaid (?:that )?(?:i'?m|i am|i was)\b",
     r"\b(?:told|tells|telling|keeps telling) me to\b",
     r"\b(?:told|tells|telling|keeps telling|kept telling) me (?:that )?i (?:should|need to"
