@@ -30,7 +30,8 @@ A span counts only inside a *mention frame*, searched in the canonical text:
   *mod note*, *counts as*, *under rule 4*, *timed out/banned/kicked someone*, *got (perma)
   banned*, *thanks mods*; 管理员, 踢了, 禁言;
   a call on the moderators or a condemnation: 能不能管管, 房管快处理, 群主, 地域黑, 太恶毒,
-  算违法吗, 这种话, 乱说, 诈骗, 大家小心, and a message opening 管理, (or 房管, 群管,);
+  算违法吗, 这种话, 乱说, 诈骗, 大家小心, 刻板印象, 求处理, and a message opening 管理, (or
+  房管, 群管,);
 - talk about filtering or naming abuse: *automod*, *the filter*, *is a slur*, *is literally
   racism*, *i'm not ok with*; 审核, 敏感词, 屏蔽词, 识别不出, 吧主; 这个词, 语言学;
 - a message received: *got a (weird) dm/message/text/comment*; 有人私信(给)我, 那个人私聊我,
@@ -207,7 +208,7 @@ _ZH_FRAMES = (
     # talk about a word: "“傻逼”这个词在不同地方的冒犯程度差别好大"
     r"这个词|这个字|这两个字|这种词|这个缩写|这个梗|这个说法|这个表情包|语言学|词源|口头禅|挂在嘴边",
     # a condemnation or warning of what was said: "这种话能不能别乱说", "应该是诈骗, 大家小心"
-    r"这种话|这种言论|乱说|诈骗|大家小心|注意安全",
+    r"这种话|这种言论|乱说|诈骗|大家小心|注意安全|刻板印象|求处理",
     # a message that opens by calling on the moderators: "管理, 这个人在刷…"
     r"^(?:管理|房管|群管)[,:!]",
 )
@@ -237,7 +238,8 @@ _NAMED = compile_re2(
     r"|收到(?:了)?(?:一条|一个|条|个)?(?:短信|消息|私信|电话|邮件)(?:说|讲)([^.!?;]{1,40})"
     r"|以([^,.!?;]{1,12})为名"
     # what someone said, in a Chinese report: "有人在群里说河南人都是骗子, 能不能管管"
-    r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人|他|她|这人|那人)"
+    r"|(?:有人|有个人|那个人|这个人|某人|楼上|好多人|有些人|一堆人|他|她|这人|那人"
+    r"|(?:一个|有个|那个|这个)?(?:帖子|评论|弹幕|视频))"
     f"{_ZH_AT}(?:一直|老是|天天|总是|又|还|都|到处)?(?:说|讲|刷|发|喊|引流)(?:我|你)?"
     r"(?:是)?([^,.!?;]{1,30})"
     # what a report says someone told the writer (or another) to do: "他让我去跳楼, 我截图了",
