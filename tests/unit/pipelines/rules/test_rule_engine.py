@@ -11,7 +11,7 @@ from pipelines.messages import ChatMessage
 from pipelines.rule_hits import RuleAction, Severity
 from pipelines.rules import RuleEngine, parse_ruleset
 from pipelines.rules.keywords import is_boundary_char
-from pipelines.rules.patterns import PatternMatcher
+from pipelines.rules.patterns import SHARD_PATTERNS, PatternMatcher
 from pipelines.rules.profile import contains_link, metadata_timestamp
 
 SENT_AT = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -98,6 +98,30 @@ def test_regex_any_and_all() -> None:
     assert _ids(engine, "a cat") == ["any"]
     assert sorted(_ids(engine, "a cat and a dog")) == ["all", "any"]
     assert _ids(engine, "a bird") == []
+
+
+def test_regex_rules_spread_over_several_sets_keep_their_owners() -> None:
+    """More patterns than one RE2 set holds (``SHARD_PATTERNS``) are split over several sets;
+    a match in a later set names its own rule, and an 'all' rule whose patterns straddle two sets
+    still needs every one."""
+    per_rule = 7
+    starts = range(0, SHARD_PATTERNS * 2 + 30, per_rule)
+    words = [f"word{n:03d}" for n in range(starts[-1] + per_rule)]
+    rules = [
+        _rule(f"r{start}", f'kind = "regex"\npatterns = {words[start : start + per_rule]!r}')
+        for start in starts
+    ]
+    straddle = [f"edge{SHARD_PATTERNS - 1}", f"edge{SHARD_PATTERNS}"]
+    both = _rule("both", f'kind = "regex"\npatterns = {straddle!r}\nmatch = "all"')
+    # "both" comes first so its two patterns sit either side of the first set's end
+    engine = _engine(
+        *rules[: (SHARD_PATTERNS - 1) // per_rule], both, *rules[(SHARD_PATTERNS - 1) // per_rule :]
+    )
+    assert len(engine._patterns._sets) > 2  # the split is what is tested
+    assert _ids(engine, f"a {words[-1]} here") == [f"r{starts[-1]}"]
+    assert _ids(engine, f"a {words[0]} here") == ["r0"]
+    assert "both" not in _ids(engine, straddle[0])
+    assert "both" in _ids(engine, " ".join(straddle))
 
 
 def test_regex_exempt_spans_do_not_count() -> None:
