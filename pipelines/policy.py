@@ -124,9 +124,9 @@ class PolicyThresholds:
     """The flag of a ``yields_to_model`` rule is dropped when the model's offensive-or-hate, spam
     and advertisement probabilities are all below this (0 turns clearing off). At 0.01, over the
     dev set and probes L-W (``python -m modelbuild.thresholds`` checks the policy against its
-    sweep), the two profanity word lists' flags were cleared on six everyday lines (ordinary
-    senses, swearing at nobody, a word discussed) and on no harmful line; at 0.02 a harmful
-    line ("草泥马的中单, 又送") was cleared too."""
+    sweep), the word lists that yield (both profanity lists and the Chinese insult list) had their
+    flags cleared on six everyday lines (ordinary senses, swearing at nobody, a word discussed)
+    and on no harmful line; at 0.02 a harmful line ("草泥马的中单, 又送") was cleared too."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
