@@ -89,6 +89,9 @@ _ZH_SENT_ME = (
 a frame, and the start of the span of what they sent."""
 _ZH_AT = r"(?:在[^,.!?;]{1,8}|在)?"
 """Where, or that it goes on, in a Chinese report: "有人在群里说…", "有人在刷…"."""
+_TOLD = r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told"
+"""The writer told something, in the passive ("being told …", "i was told …"): a frame, and the
+start of the span of what they were told."""
 _EN_FRAMES = (
     # a speech verb up to 30 characters before an opening quote
     r"\b(?:said|says|say|saying|wrote|writes|writing|typed|types"
@@ -126,8 +129,7 @@ _EN_FRAMES = (
     r"\b(?:got|get|gets|was|were|been|being|keep getting) called\b",
     # told something, in the passive: "being told 'nobody likes you' in front of everyone hurt",
     # "i was told women belong in the kitchen during a ranked game"; and a call for a moderator
-    r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told\b"
-    r"|\bget (?:a|some) mods?\b|\bmods?,? (?:please|pls|plz)\b",
+    rf"{_TOLD}\b|\bget (?:a|some) mods?\b|\bmods?,? (?:please|pls|plz)\b",
     # abuse named by its kind: "racist comments on my videos, stuff like '...'"
     r"\b(?:racist|sexist|homophobic|transphobic|hateful|abusive) (?:comments?|messages?|remarks?"
     r"|dms?|replies|abuse)\b",
@@ -274,8 +276,7 @@ _NAMED = compile_re2(
     r"(?: \w+){0,3} (?:told|tells|keeps telling|kept telling|was telling) (?:me|us|my \w+|our \w+)"
     r" (?:to |that )?([^,.!?;:\"]{1,60})"
     # what the writer was told, in the passive: "being told to kys every single day is a lot"
-    r"|\b(?:i was|i got|i get|i keep getting|i kept getting|being|getting|got|been) told"
-    r" (?:that |to )?([^,.!?;:\"]{1,60})"
+    rf"|{_TOLD} (?:that |to )?([^,.!?;:\"]{{1,60}})"
     # what others told someone else to do: "people in chat were telling the streamer to ..."
     # (never the writer: "i told the guy to ..." is not one)
     r"|\b(?:people|someone|somebody|they|users|chat|viewers|trolls|others|he|she|guys|kids)"
