@@ -47,8 +47,8 @@
    ``model_clears_below`` too; the confidence below counts the harms.
 
 ``category`` is the category of the strongest signal at the final decision level (model hate
-before offensive before spam and advertisement, rule hits by severity); for an escalated ALLOW it
-is what escalated it; for a plain ALLOW it is ``None``.
+before offensive before spam and advertisement, harms by their weights below, rule hits by
+severity); for an escalated ALLOW it is what escalated it; for a plain ALLOW it is ``None``.
 
 ``priority = 0.6 * severity + 0.4 * confidence``, clamped to [0, 1], where ``severity`` is the
 largest weight among the signals that drove the decision or escalation (rule hits:
