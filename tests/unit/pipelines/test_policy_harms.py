@@ -368,3 +368,18 @@ def test_harm_invariants(scores: ModelScores, outcome: RuleOutcome) -> None:
     if "self_harm" in flagged:
         assert result.decision is not Decision.BLOCK
         assert result.category == "self_harm"
+
+
+@settings(max_examples=300, deadline=None)
+@given(scores=_with_harms(), with_harms=st.booleans())
+def test_the_model_flags_exactly_when_a_pair_reaches_its_threshold(
+    scores: ModelScores, with_harms: bool
+) -> None:
+    """Without rule hits the model raises the decision above ALLOW exactly when some
+    ``model_flag_pairs`` probability reaches its flag threshold, with harms or without: the
+    pairs are what a ranking by how far the model is from flagging must read."""
+    if not with_harms:
+        scores = dataclasses.replace(scores, harms=None)
+    result = decide(RuleOutcome(), scores, T)
+    flags = any(value >= threshold for value, threshold in model_flag_pairs(scores, T))
+    assert (result.decision is not Decision.ALLOW) == flags
