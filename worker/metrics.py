@@ -54,7 +54,8 @@ SHADOW_DROP_REASONS: tuple[str, ...] = (
 
 class ReplicaMetrics:
     """Per Triton replica (label ``replica``, its gRPC address): calls, failures, the breaker's
-    state and latency. Any service using the inference client can register these."""
+    state and latency; and how many replicas the pool holds. Any service using the inference
+    client can register these; a replica's series go when it leaves the pool."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -74,6 +75,11 @@ class ReplicaMetrics:
             "modstream_inference_replica_breaker_state",
             "1 for the replica's current circuit breaker state, 0 for the others.",
             ["replica", "state"],
+            registry=r,
+        )
+        self.replicas = Gauge(
+            "modstream_inference_replicas",
+            "Triton replicas in the pool (with triton.grpc_dns: the addresses the name has).",
             registry=r,
         )
         self.call_seconds = Histogram(
