@@ -237,6 +237,9 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        # Both results from zero, so the first rejection is an increase an alert can see.
+        for result in ("installed", "rejected"):
+            self.rules_reloads_total.labels(result)
         self.policy_reloads_total = Counter(
             "modstream_policy_reloads_total",
             "Policy file reloads, by result (installed or rejected: the thresholds in use stay).",
@@ -269,6 +272,12 @@ class Metrics:
             "modstream_shadow_inference_seconds",
             "Shadow model call latency per batch.",
             buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.rollups_refreshed_timestamp_seconds = Gauge(
+            "modstream_rollups_refreshed_timestamp_seconds",
+            "Unix time of the last analysts' rollup refresh this worker completed (0 until one "
+            "has; the latest over the workers is how fresh the rollups are).",
             registry=r,
         )
         self.publish_failures_total = Counter(
