@@ -61,6 +61,7 @@ __all__ = [
     "parse_location",
     "pull",
     "push",
+    "version_name",
 ]
 
 CHUNK_BYTES = 1024 * 1024
@@ -81,6 +82,14 @@ class ChecksumMismatch(ModelStoreError):
 
 class TritonRefused(ModelStoreError):
     """Triton did not load a model of the pulled repository (the previous one serves again)."""
+
+
+def version_name(text: str) -> str:
+    """``text`` if it can name a version (a letter or digit, then up to 63 letters, digits,
+    ``.``, ``_`` or ``-``); ``ModelStoreError`` saying so otherwise, the empty name included."""
+    if not _VERSION.fullmatch(text):
+        raise ModelStoreError(f"not a version name: {text!r} (letters, digits, '.', '_', '-')")
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,9 +249,7 @@ def build_manifest(repository: Path, version: str = "") -> tuple[Manifest, dict[
         entries.append(ManifestEntry(relative, path.stat().st_size, _sha256(path)))
         files[relative] = path
     draft = Manifest("", tuple(entries), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
-    name = version or draft.digest[:12]
-    if not _VERSION.fullmatch(name):
-        raise ModelStoreError(f"not a version name: {name!r} (letters, digits, '.', '_', '-')")
+    name = version_name(version or draft.digest[:12])
     return Manifest(name, draft.entries, draft.created_at), files
 
 
@@ -450,9 +457,7 @@ def pull(
     ``triton`` load it (see the module docstring)."""
     into.mkdir(parents=True, exist_ok=True)
     with _exclusive(into):
-        chosen = version or read_latest(store, location)
-        if not _VERSION.fullmatch(chosen):
-            raise ModelStoreError(f"not a version name: {chosen!r}")
+        chosen = version_name(version or read_latest(store, location))
         manifest = Manifest.from_json(
             store.get_bytes(location.bucket, location.key(chosen, "manifest.json"))
         )

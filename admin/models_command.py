@@ -186,7 +186,11 @@ def register(subparsers: Any) -> None:
     pull_parser.add_argument(
         "--into", type=Path, required=True, help="the folder holding current and versions/"
     )
-    pull_parser.add_argument("--version", default="", help="default: the one LATEST names")
+    pull_parser.add_argument(
+        "--version",
+        default=None,
+        help="the version to serve (default: the one LATEST names); an empty value is refused",
+    )
     pull_parser.add_argument(
         "--triton-url",
         default=None,
@@ -221,6 +225,15 @@ def _push(args: argparse.Namespace) -> int:
 
 
 def _pull(args: argparse.Namespace) -> int:
+    if args.version == "":
+        # An empty --version=$(MODELS_VERSION) is a version nobody pinned, not a wish for
+        # LATEST: a pod must not serve whatever was pushed last.
+        print(
+            "modstream models pull: --version is empty: name the version to serve, or leave "
+            "the option out to serve the one LATEST names",
+            file=sys.stderr,
+        )
+        return 2
     settings = ModelStoreSettings()
     configure_logging()
     try:
@@ -229,7 +242,7 @@ def _pull(args: argparse.Namespace) -> int:
             S3Store(settings.object_store),
             location,
             args.into,
-            version=args.version,
+            version=args.version or "",
             triton=TritonHttpLoader(args.triton_url) if args.triton_url else None,
             log=_log_event,
         )

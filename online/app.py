@@ -154,14 +154,14 @@ class OnlineService:
     async def _watch_health(
         self, health_servicer: health.aio.HealthServicer, done: asyncio.Event
     ) -> None:
-        """SERVING while the model and PostgreSQL answer; drives the breaker's half-open probe."""
+        """SERVING while the model and PostgreSQL answer; drives the replicas' half-open probes
+        (and, with ``triton.grpc_dns``, the lookups of the replicas' name)."""
         model = self.parts.moderation.inference
         claims = self.parts.claims
         metrics = self.metrics
         interval = self._settings.online.health_interval_s
         while not done.is_set():
-            if model.state is BreakerState.HALF_OPEN:
-                await model.probe()
+            await model.probe()  # no call unless a replica is half-open
             try:
                 await model.wait_ready(0.0)
                 model_ok = True

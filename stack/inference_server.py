@@ -39,12 +39,16 @@ class InferenceServer(LocalService):
     @property
     def endpoint(self) -> str:
         """The gRPC address clients use (``triton.grpc_url``)."""
-        return f"127.0.0.1:{self.settings.triton_grpc_port}"
+        return f"{self.settings.triton_host}:{self.settings.triton_grpc_port}"
 
     @property
     def http_url(self) -> str:
         """The HTTP endpoint (health, metadata, Triton's repository calls)."""
-        return f"http://127.0.0.1:{self.settings.triton_http_port}"
+        return f"http://{self.settings.triton_host}:{self.settings.triton_http_port}"
+
+    @property
+    def host(self) -> str:
+        return self.settings.triton_host
 
     def ports(self) -> tuple[int, ...]:
         s = self.settings
@@ -52,7 +56,7 @@ class InferenceServer(LocalService):
 
     def healthy(self) -> bool:
         try:
-            with urllib.request.urlopen(  # noqa: S310 (fixed http://127.0.0.1 URL)
+            with urllib.request.urlopen(  # noqa: S310 (a fixed loopback http:// URL)
                 f"{self.http_url}/v2/health/ready", timeout=_PROBE_TIMEOUT_S
             ) as response:
                 return int(response.status) == 200

@@ -90,11 +90,11 @@ def _tensors(config: dict[str, Any], kind: str) -> list[dict[str, Any]]:
 
 
 def write_settings(
-    repository: Path, folder: Path, ports: tuple[int, int, int]
+    repository: Path, folder: Path, ports: tuple[int, int, int], host: str = "127.0.0.1"
 ) -> dict[str, list[str]]:
-    """MLServer's ``settings.json`` (loopback, ``ports`` = HTTP, gRPC, metrics; inference in
-    the server process) and one ``model-settings.json`` per served version under ``folder``
-    (replaced whole); returns the models and versions written."""
+    """MLServer's ``settings.json`` (on ``host``, a loopback address; ``ports`` = HTTP, gRPC,
+    metrics; inference in the server process) and one ``model-settings.json`` per served
+    version under ``folder`` (replaced whole); returns the models and versions written."""
     models = text_models(repository)
     configs = {name: read_model_config(repository / name / "config.pbtxt") for name in models}
     if not models:
@@ -104,7 +104,7 @@ def write_settings(
     folder.mkdir(parents=True)
     http, grpc, metrics = ports
     server = {
-        "host": "127.0.0.1",
+        "host": host,
         "http_port": http,
         "grpc_port": grpc,
         "metrics_port": metrics,
@@ -172,7 +172,7 @@ class MLServerServer(InferenceServer):
         self.check()
         s = self.settings
         ports = (s.triton_http_port, s.triton_grpc_port, s.triton_metrics_port)
-        write_settings(self.model_repository, self.settings_dir, ports)
+        write_settings(self.model_repository, self.settings_dir, ports, s.triton_host)
 
     def is_outdated(self, pid: int) -> bool:
         """Serving another repository than the settings name (the written settings say)."""

@@ -211,15 +211,16 @@ def spawn(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     ports: Sequence[int] = (),
+    host: str = "127.0.0.1",
 ) -> int:
     """Start ``argv`` detached (own session), stdout and stderr appended to ``log_path``.
 
-    Refuses with :class:`PortInUseError` when one of ``ports`` is already taken, since the new
-    process would fail to bind and something else would answer the health checks.
+    Refuses with :class:`PortInUseError` when one of ``ports`` is already taken on ``host``,
+    since the new process would fail to bind and something else would answer the health checks.
     """
     for port in ports:
-        if port_is_open(port):
-            raise PortInUseError(f"port {port} on 127.0.0.1 is already in use by another process")
+        if port_is_open(port, host):
+            raise PortInUseError(f"port {port} on {host} is already in use by another process")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with log_path.open("ab") as log:
         try:

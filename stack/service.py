@@ -73,7 +73,12 @@ class LocalService(ABC):
 
     @abstractmethod
     def ports(self) -> tuple[int, ...]:
-        """TCP ports on 127.0.0.1 the process binds."""
+        """TCP ports on :attr:`host` the process binds."""
+
+    @property
+    def host(self) -> str:
+        """The loopback address the process binds its ports on."""
+        return "127.0.0.1"
 
     @abstractmethod
     def prepare(self) -> None:
@@ -133,7 +138,9 @@ class LocalService(ABC):
             self.pid_file.remove()
             self.prepare()
             argv, env = self.command()
-            pid = spawn(argv, log_path=self.stdout_path, env=env, ports=self.ports())
+            pid = spawn(
+                argv, log_path=self.stdout_path, env=env, ports=self.ports(), host=self.host
+            )
             self.pid_file.write(pid)
             return True
 

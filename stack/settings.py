@@ -6,10 +6,11 @@ daemon and the review service never see them.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from common.settings import Section, ServiceSettings, project_root
 
@@ -31,6 +32,10 @@ class StackSettings(Section):
     postgres_tls: bool = False
     """Serve PostgreSQL over TLS only (a throw-away CA under ``<state_dir>/postgres/tls``);
     the printed DSNs then carry ``sslmode=verify-full&sslrootcert=...``."""
+    triton_host: str = "127.0.0.1"
+    """The loopback address the inference server binds its three ports on (any of
+    127.0.0.0/8): several servers may then share one port number, as the replicas behind one
+    DNS name do (``tests/integration/test_triton_dns.py``)."""
     triton_http_port: int = 18000
     triton_grpc_port: int = 18001
     triton_metrics_port: int = 18002
@@ -44,6 +49,17 @@ class StackSettings(Section):
     """Which Open Inference Protocol server serves ``model_repository`` on the ``triton_*``
     ports: Triton, or MLServer running the same model code (``stack.mlserver``)."""
     partitions: int = 4
+
+    @field_validator("triton_host")
+    @classmethod
+    def _loopback_only(cls, value: str) -> str:
+        try:
+            address = ipaddress.IPv4Address(value)
+        except ValueError:
+            raise ValueError(f"triton_host: not an IPv4 address: {value!r}") from None
+        if not address.is_loopback:
+            raise ValueError(f"triton_host: {value} is not a loopback address (127.0.0.0/8)")
+        return value
 
 
 class StackToolSettings(ServiceSettings):

@@ -2,7 +2,11 @@
 
 Rendering is ``kubectl kustomize`` (kubectl carries kustomize), or, on a machine without
 kubectl, the ``kustomize`` binary that ``scripts/bootstrap.sh`` installs into the virtual
-environment. Validation uses the schemas under ``deploy/schemas`` (their sources are stated in
+environment. A rendering whose Triton pods would pull no pinned model version (``MODELS_VERSION``
+empty or not a version name) is refused with :class:`UnpinnedModelVersion`: every pod, the
+ones an autoscaler adds included, must serve the version the release names.
+
+Validation uses the schemas under ``deploy/schemas`` (their sources are stated in
 its README): the Kubernetes ones are the strict variant (an unknown field is an error, as with
 ``kubectl apply --validate=strict``); KEDA's CRD schema is made strict the same way, except
 where the CRD itself preserves unknown fields.
@@ -23,13 +27,16 @@ import jsonschema
 import yaml
 from referencing import Registry, Resource
 
+from admin.model_store import ModelStoreError, version_name
 from common.settings import project_root
 
 __all__ = [
     "K8S",
     "SCHEMAS",
     "Manifest",
+    "UnpinnedModelVersion",
     "render",
+    "render_directory",
     "schema_errors",
 ]
 
@@ -64,10 +71,33 @@ def _rendered(directory: Path) -> str:
     return done.stdout
 
 
+class UnpinnedModelVersion(ValueError):
+    """A rendered ConfigMap gives the model pull an empty or malformed ``MODELS_VERSION``."""
+
+
+def _check_pinned(objects: list[Manifest]) -> None:
+    for o in objects:
+        if o.get("kind") != "ConfigMap" or "MODELS_VERSION" not in o.get("data", {}):
+            continue
+        try:
+            version_name(str(o["data"]["MODELS_VERSION"]))
+        except ModelStoreError as exc:
+            raise UnpinnedModelVersion(
+                f"ConfigMap {o['metadata']['name']}: MODELS_VERSION must pin a version ({exc})"
+            ) from exc
+
+
+def render_directory(directory: Path) -> list[Manifest]:
+    """Every object the kustomization in ``directory`` renders (a fresh copy each call);
+    :class:`UnpinnedModelVersion` when the model pull would not get a pinned version."""
+    objects = [doc for doc in yaml.safe_load_all(_rendered(directory)) if doc]
+    _check_pinned(objects)
+    return objects
+
+
 def render(overlay: str) -> list[Manifest]:
-    """Every object ``deploy/k8s/overlays/<overlay>`` renders (a fresh copy each call)."""
-    text = _rendered(K8S / "overlays" / overlay)
-    return [doc for doc in yaml.safe_load_all(text) if doc]
+    """Every object ``deploy/k8s/overlays/<overlay>`` renders (see :func:`render_directory`)."""
+    return render_directory(K8S / "overlays" / overlay)
 
 
 def _kubernetes_file(api_version: str, kind: str) -> Path:

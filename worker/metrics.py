@@ -54,7 +54,8 @@ SHADOW_DROP_REASONS: tuple[str, ...] = (
 
 class ReplicaMetrics:
     """Per Triton replica (label ``replica``, its gRPC address): calls, failures, the breaker's
-    state and latency. Any service using the inference client can register these."""
+    state and latency; and how many replicas the pool holds. Any service using the inference
+    client can register these; a replica's series go when it leaves the pool."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
         r = registry
@@ -74,6 +75,11 @@ class ReplicaMetrics:
             "modstream_inference_replica_breaker_state",
             "1 for the replica's current circuit breaker state, 0 for the others.",
             ["replica", "state"],
+            registry=r,
+        )
+        self.replicas = Gauge(
+            "modstream_inference_replicas",
+            "Triton replicas in the pool (with triton.grpc_dns: the addresses the name has).",
             registry=r,
         )
         self.call_seconds = Histogram(
@@ -231,6 +237,9 @@ class Metrics:
             ["result"],
             registry=r,
         )
+        # Both results from zero, so the first rejection is an increase an alert can see.
+        for result in ("installed", "rejected"):
+            self.rules_reloads_total.labels(result)
         self.policy_reloads_total = Counter(
             "modstream_policy_reloads_total",
             "Policy file reloads, by result (installed or rejected: the thresholds in use stay).",
@@ -263,6 +272,12 @@ class Metrics:
             "modstream_shadow_inference_seconds",
             "Shadow model call latency per batch.",
             buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
+        self.rollups_refreshed_timestamp_seconds = Gauge(
+            "modstream_rollups_refreshed_timestamp_seconds",
+            "Unix time of the last analysts' rollup refresh this worker completed (0 until one "
+            "has; the latest over the workers is how fresh the rollups are).",
             registry=r,
         )
         self.publish_failures_total = Counter(

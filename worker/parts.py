@@ -492,6 +492,7 @@ def _stream_loops(
             parts.database,
             interval_s=settings.rollups.refresh_interval_s,
             page_rows=settings.rollups.page_rows,
+            metrics=parts.metrics,
         )
         loops["rollups"] = refresher.run
     if parts.policy_watch is not None:

@@ -12,7 +12,14 @@ endpoint; ready closes its circuit, not ready opens it for another ``breaker_res
 a pool with no half-open replica makes no call.
 
 The pool's :attr:`ReplicaPool.state` sums the replicas up: closed while any replica is closed,
-half-open while none is closed and some is half-open, open only when every breaker is open.
+half-open while none is closed and some is half-open, open only when every breaker is open (or
+the pool has no replica yet).
+
+Membership may change while calls run (:meth:`ReplicaPool.replace`, when the replicas come
+from a DNS name, ``worker.replica_dns``): a new address gets its own channel and a closed
+breaker; a removed one is never picked again and its channel is closed once the calls it still
+carries have ended (:meth:`ReplicaPool.close_drained`), so a replica leaves without failing a
+call. The metrics of a removed replica are dropped with it.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class Replica:
         self.url = url
         self.breaker = breaker
         self.client: Any = None
+        self.in_flight = 0
+        """Calls sent on this replica's channel and not yet ended."""
         self._metrics = metrics
 
     def __repr__(self) -> str:
@@ -110,6 +119,18 @@ class Replica:
         else:
             self.breaker.record_failure()
 
+    def forget_metrics(self) -> None:
+        """Drop this replica's series (it left the pool)."""
+        m = self._metrics
+        if m is None:
+            return
+        m.calls_total.remove(self.url)
+        m.call_seconds.remove(self.url)
+        for outcome in (CallOutcome.REJECTED, CallOutcome.UNAVAILABLE):
+            m.failures_total.remove(self.url, outcome.value)
+        for state in BreakerState:
+            m.breaker_state.remove(self.url, state.value)
+
 
 class ReplicaPool:
     """The replicas of one model service, chosen round-robin among the healthy ones."""
@@ -120,18 +141,24 @@ class ReplicaPool:
         breaker_factory: Callable[[], CircuitBreaker],
         metrics: ReplicaMetrics | None = None,
     ) -> None:
-        if not urls:
-            raise ValueError("a replica pool needs at least one address")
+        if len(set(urls)) != len(urls):
+            raise ValueError(f"a replica is listed twice: {list(urls)}")
+        self._breaker_factory = breaker_factory
+        self._metrics = metrics
         self.replicas: tuple[Replica, ...] = tuple(
             Replica(url, breaker_factory(), metrics) for url in urls
         )
+        self._leaving: list[Replica] = []
+        self._connect: Callable[[str], Any] | None = None
         self._next = 0
         for replica in self.replicas:
             replica.publish_state()
+        self._publish_size()
 
     @property
     def opened(self) -> bool:
-        return all(replica.client is not None for replica in self.replicas)
+        """:meth:`open` was called and :meth:`close` not since."""
+        return self._connect is not None
 
     @property
     def state(self) -> BreakerState:
@@ -142,20 +169,87 @@ class ReplicaPool:
             return BreakerState.HALF_OPEN
         return BreakerState.OPEN
 
+    @property
+    def leaving(self) -> tuple[Replica, ...]:
+        """Replicas removed from the pool whose channel still carries calls."""
+        return tuple(self._leaving)
+
     def open(self, connect: Callable[[str], Any]) -> None:
-        """Create the channel of every replica that has none (channels connect lazily)."""
+        """Create the channel of every replica that has none (channels connect lazily); replicas
+        added later get theirs from the same ``connect``."""
+        self._connect = connect
         for replica in self.replicas:
             if replica.client is None:
                 replica.client = connect(replica.url)
 
     async def close(self) -> None:
-        for replica in self.replicas:
+        self._connect = None
+        for replica in (*self.replicas, *self._leaving):
             client, replica.client = replica.client, None
             if client is not None:
                 await client.close()
+        for replica in self._leaving:
+            replica.forget_metrics()
+        self._leaving.clear()
+
+    def replace(self, urls: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Make ``urls`` the pool's replicas: those already in it keep their channel, breaker
+        and turn; new ones are added (connected when the pool is open); the others leave
+        (never picked again, closed by :meth:`close_drained`). Returns the URLs added and
+        removed."""
+        wanted = list(dict.fromkeys(urls))
+        kept = {replica.url: replica for replica in self.replicas}
+        added = [url for url in wanted if url not in kept]
+        removed = [replica for replica in self.replicas if replica.url not in wanted]
+        if not added and not removed:
+            return [], []
+        current = self.replicas[self._next] if self.replicas else None
+        self._leaving.extend(removed)
+        newcomers = [self._returning(url) or self._new_replica(url) for url in added]
+        self.replicas = tuple(r for r in self.replicas if r.url in wanted) + tuple(newcomers)
+        # The turn stays with the replica that had it, or moves to its successor.
+        if current is not None and current in self.replicas:
+            self._next = self.replicas.index(current)
+        else:
+            self._next = 0
+        self._publish_size()
+        return added, [replica.url for replica in removed]
+
+    def _returning(self, url: str) -> Replica | None:
+        """A replica that left and is back before its channel closed: it keeps both."""
+        for replica in self._leaving:
+            if replica.url == url:
+                self._leaving.remove(replica)
+                return replica
+        return None
+
+    def _new_replica(self, url: str) -> Replica:
+        replica = Replica(url, self._breaker_factory(), self._metrics)
+        if self._connect is not None:
+            replica.client = self._connect(url)
+        replica.publish_state()
+        return replica
+
+    async def close_drained(self) -> list[str]:
+        """Close the channel of every replica that left the pool and carries no call any
+        more; the URLs closed."""
+        drained = [replica for replica in self._leaving if replica.in_flight == 0]
+        for replica in drained:
+            self._leaving.remove(replica)
+            client, replica.client = replica.client, None
+            if client is not None:
+                await client.close()
+            replica.forget_metrics()
+        return [replica.url for replica in drained]
+
+    def _publish_size(self) -> None:
+        if self._metrics is not None:
+            self._metrics.replicas.set(len(self.replicas))
 
     def _in_turn(self) -> list[Replica]:
         n = len(self.replicas)
+        if n == 0:
+            return []
         return [self.replicas[(self._next + k) % n] for k in range(n)]
 
     def pick(self, avoid: Collection[Replica] = ()) -> Replica | None:

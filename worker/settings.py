@@ -20,6 +20,7 @@ from common.settings import (
     project_root,
 )
 from pipelines.policy import PolicyThresholds
+from worker.replica_dns import split_host_port
 
 __all__ = [
     "BatchSettings",
@@ -43,6 +44,13 @@ class TritonSettings(Section):
     """A pool of replicas (``MODSTREAM_TRITON__GRPC_URLS='["a:8001","b:8001"]'``): one channel
     and one circuit breaker each, round-robin over the healthy ones; empty means ``[grpc_url]``
     (set one of the two, not both)."""
+    grpc_dns: str = ""
+    """A ``host:port`` whose name resolves to every replica (a Kubernetes headless Service,
+    ``triton-replicas:8001``): the pool holds one replica per address the name has, looked up
+    again every ``dns_refresh_s``; a replica that leaves is drained, not cut off. Set this, or
+    ``grpc_url`` / ``grpc_urls``, not both."""
+    dns_refresh_s: float = Field(default=5.0, gt=0)
+    """How often ``grpc_dns`` is looked up again (new pods get traffic within about this)."""
     model_name: str = "moderation"
     model_version: str = ""
     """Empty means the version policy's latest; set to pin, e.g. ``"1"``."""
@@ -77,13 +85,21 @@ class TritonSettings(Section):
 
     @property
     def replica_urls(self) -> list[str]:
-        """The replicas to talk to: ``grpc_urls``, or ``grpc_url`` alone."""
+        """The replicas to talk to: ``grpc_urls``, or ``grpc_url`` alone (with ``grpc_dns``,
+        the pool starts empty and follows the name instead)."""
+        if self.grpc_dns:
+            return []
         return list(self.grpc_urls) or [self.grpc_url]
 
     @model_validator(mode="after")
     def _check_urls(self) -> TritonSettings:
         if self.grpc_urls and "grpc_url" in self.model_fields_set:
             raise ValueError("set triton.grpc_url (one replica) or triton.grpc_urls, not both")
+        if self.grpc_dns:
+            if self.grpc_urls or "grpc_url" in self.model_fields_set:
+                raise ValueError("set triton.grpc_dns or triton.grpc_url(s), not both")
+            split_host_port(self.grpc_dns)
+            return self
         urls = self.replica_urls
         if any(not url.strip() for url in urls):
             raise ValueError("triton.grpc_urls: empty address")

@@ -35,7 +35,6 @@ from common.logs import get_logger
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
-from worker.breaker import BreakerState
 from worker.inference import InferenceClient, InferenceError
 from worker.metrics import Metrics
 from worker.policy_stage import CurrentPolicy
@@ -135,8 +134,9 @@ class ShadowScorer:
     async def score(self, batch: Sequence[ShadowItem]) -> int:
         """Score and store one batch now; returns the shadow verdicts stored (0 when dropped)."""
         inference = self.inference
-        if inference.state is not BreakerState.CLOSED:
-            await inference.probe()  # a half-open shadow breaker asks model-ready, no call else
+        # Half-open shadow replicas ask model-ready (no call else); a DNS pool looks up its
+        # name when due.
+        await inference.probe()
         try:
             result = await inference.infer([item.model_text for item in batch])
         except InferenceError as exc:

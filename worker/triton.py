@@ -2,7 +2,13 @@
 
 The client talks to a pool of replicas (``worker.replicas``; one replica with a single
 ``triton.grpc_url``): one long-lived channel and one circuit breaker each, round-robin over the
-healthy ones. Only UNAVAILABLE and DEADLINE_EXCEEDED are retried, on another replica while there
+healthy ones. With ``triton.grpc_dns`` the replicas are the addresses a name resolves to (a
+Kubernetes headless Service, ``worker.replica_dns``), looked up again every
+``triton.dns_refresh_s`` from :meth:`TritonModerationClient.probe` (which every service calls
+periodically) and while waiting for readiness: new pods get calls within that interval, and a
+pod that left is drained (its channel closes once its calls have ended).
+
+Only UNAVAILABLE and DEADLINE_EXCEEDED are retried, on another replica while there
 is one, with jittered backoff, within the call's deadline (``request_timeout_s``) and a retry
 budget shared by the pool (NOT_FOUND too: the model is not loaded on that replica);
 INVALID_ARGUMENT and contract violations are never retried. Only when
@@ -37,6 +43,13 @@ from worker.inference import (
     scores_from_outputs,
 )
 from worker.metrics import ReplicaMetrics
+from worker.replica_dns import (
+    ReplicaDns,
+    ReplicaLookupFailed,
+    Resolver,
+    split_host_port,
+    system_resolver,
+)
 from worker.replicas import CallOutcome, Replica, ReplicaPool
 from worker.retry import RetryBudget, backoff_s
 from worker.settings import TritonSettings
@@ -57,21 +70,26 @@ _log = get_logger(__name__)
 
 def client_options(settings: TritonSettings, url: str | None = None) -> dict[str, Any]:
     """Keyword arguments for tritonclient's ``InferenceServerClient``: the URL (``url``, by
-    default the first replica's), channel limits and, with ``ssl``, the PEM file paths
-    (tritonclient reads the files itself)."""
+    default the first configured replica's), channel limits and, with ``ssl``, the PEM file
+    paths (tritonclient reads the files itself). A replica found through ``grpc_dns`` is an
+    address: with ``ssl`` its certificate is checked against the DNS name instead."""
     from tritonclient.grpc import MAX_GRPC_MESSAGE_SIZE  # heavy, kept off the CLI path
 
+    channel_args: list[tuple[str, Any]] = [
+        ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+        ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
+        ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
+    ]
     options: dict[str, Any] = {
-        "url": url or settings.replica_urls[0],
-        "channel_args": [
-            ("grpc.max_send_message_length", MAX_GRPC_MESSAGE_SIZE),
-            ("grpc.max_receive_message_length", MAX_GRPC_MESSAGE_SIZE),
-            ("grpc.initial_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-            ("grpc.min_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[0]),
-            ("grpc.max_reconnect_backoff_ms", _RECONNECT_BACKOFF_MS[1]),
-        ],
+        "url": url or (settings.replica_urls or [settings.grpc_url])[0],
+        "channel_args": channel_args,
     }
     if settings.ssl:
+        if settings.grpc_dns:
+            host, _ = split_host_port(settings.grpc_dns)
+            channel_args.append(("grpc.ssl_target_name_override", host))
         options["ssl"] = True
         for name in ("root_certificates", "private_key", "certificate_chain"):
             path = getattr(settings, name)
@@ -90,9 +108,11 @@ class TritonModerationClient:
     replicas (``triton.grpc_urls``, or the one ``triton.grpc_url``).
 
     ``client_factory`` builds one replica's gRPC client from :func:`client_options` (tests pass
-    a fake); ``clock`` drives the replicas' breakers; ``metrics`` records per-replica calls,
-    failures, breaker states and latency. Services call :meth:`probe` periodically (the worker
-    once a second) so replicas whose breaker opened come back on their own.
+    a fake); ``clock`` drives the replicas' breakers and the DNS refresh; ``metrics`` records
+    per-replica calls, failures, breaker states and latency; ``resolver`` looks up
+    ``triton.grpc_dns`` (the system's by default). Services call :meth:`probe` periodically
+    (the worker once a second) so replicas whose breaker opened come back on their own and the
+    replicas follow the DNS name.
     """
 
     def __init__(
@@ -102,9 +122,13 @@ class TritonModerationClient:
         client_factory: Callable[..., Any] = _grpc_client,
         clock: Callable[[], float] = time.monotonic,
         metrics: ReplicaMetrics | None = None,
+        resolver: Resolver = system_resolver,
     ) -> None:
         self._settings = settings
         self._client_factory = client_factory
+        self._clock = clock
+        self._dns = ReplicaDns(settings.grpc_dns, resolver) if settings.grpc_dns else None
+        self._lookup_due = float("-inf")
         self._pool = ReplicaPool(
             settings.replica_urls,
             lambda: CircuitBreaker(
@@ -130,10 +154,42 @@ class TritonModerationClient:
     def _connect(self, url: str) -> Any:
         return self._client_factory(**client_options(self._settings, url))
 
+    @property
+    def _where(self) -> str:
+        return self._settings.grpc_dns or ", ".join(self._settings.replica_urls)
+
+    async def follow_dns(self, *, now: bool = False) -> None:
+        """With ``triton.grpc_dns``: once ``dns_refresh_s`` has passed since the last lookup
+        (or ``now``), look the name up and make its addresses the pool's replicas, then close
+        the channels of replicas that left and carry no call any more. A failed lookup keeps
+        the replicas known (their breakers judge them). Without it, nothing."""
+        if self._dns is None:
+            return
+        if not now and self._clock() < self._lookup_due:
+            await self._pool.close_drained()
+            return
+        self._lookup_due = self._clock() + self._settings.dns_refresh_s
+        try:
+            urls = await self._dns.urls()
+        except ReplicaLookupFailed as exc:
+            _log.warning("triton_dns_failed", name=self._dns.target, error=str(exc))
+        else:
+            added, removed = self._pool.replace(urls)
+            if added or removed:
+                _log.info(
+                    "triton_replicas_changed",
+                    name=self._dns.target,
+                    added=added,
+                    removed=removed,
+                    replicas=len(self._pool.replicas),
+                )
+        await self._pool.close_drained()
+
     async def start(self, *, wait_ready: bool = True) -> None:
-        """Open one channel per replica and (by default) wait until a replica and its model are
-        ready."""
+        """Look the replicas up (with ``grpc_dns``), open one channel per replica and (by
+        default) wait until a replica and its model are ready."""
         self._pool.open(self._connect)
+        await self.follow_dns(now=True)
         if wait_ready:
             await self.wait_ready(self._settings.ready_timeout_s)
 
@@ -156,7 +212,8 @@ class TritonModerationClient:
         """Half-open probes on the model-ready endpoint of each replica whose breaker is
         half-open: ready closes that circuit, not ready opens it again. Returns whether calls
         may go out now (some replica's breaker is closed); no call is made for closed or open
-        replicas."""
+        replicas. With ``grpc_dns`` the name is looked up again first when it is due."""
+        await self.follow_dns()
         return await self._pool.probe(self._settings.model_name, self._settings.model_version)
 
     async def wait_ready(self, timeout_s: float) -> None:
@@ -164,10 +221,13 @@ class TritonModerationClient:
         opened, so calls go to the ready ones and probing brings the others in."""
         s = self._settings
         deadline = time.monotonic() + timeout_s
-        while not (ready := await self._pool.ready_replicas(s.model_name, s.model_version)):
+        while True:
+            await self.follow_dns(now=not self._pool.replicas)
+            if ready := await self._pool.ready_replicas(s.model_name, s.model_version):
+                break
             if time.monotonic() >= deadline:
                 raise InferenceUnavailable(
-                    f"model {s.model_name!r} not ready at any of {s.replica_urls} "
+                    f"model {s.model_name!r} not ready at any of {self._where} "
                     f"after {timeout_s:.0f}s"
                 )
             await asyncio.sleep(0.5)
@@ -193,6 +253,8 @@ class TritonModerationClient:
             attempt += 1
             replica = self._pool.pick(avoid=tried)
             if replica is None:
+                if not self._pool.replicas:
+                    raise InferenceUnavailable(f"no replica found at {self._where}")
                 raise InferenceUnavailable("circuit breaker open on every replica")
             remaining_s = deadline - time.monotonic()
             if remaining_s <= 0:
@@ -200,6 +262,7 @@ class TritonModerationClient:
                 raise InferenceUnavailable(f"deadline of {s.request_timeout_s}s exceeded")
             self._budget.record_call()
             started = time.perf_counter()
+            replica.in_flight += 1
             try:
                 scores, version = await self._call(replica, texts, deadline)
             except InferenceError as exc:
@@ -218,6 +281,8 @@ class TritonModerationClient:
             except BaseException:
                 replica.breaker.abandon()  # cancelled or unexpected: free a half-open slot
                 raise
+            finally:
+                replica.in_flight -= 1
             latency_s = time.perf_counter() - started
             replica.record(CallOutcome.ANSWERED, latency_s)
             return InferenceResult(scores, s.model_name, version, latency_s * 1000.0)

@@ -21,7 +21,9 @@ from admin.model_store import (
     parse_location,
     pull,
     push,
+    version_name,
 )
+from modstream.cli import main
 
 
 class MemoryStore:
@@ -189,3 +191,30 @@ def test_a_model_triton_refuses_puts_the_previous_version_back(tmp_path: Path) -
         pull(store, LOCATION, into, version="b", triton=refusing)
     assert os.readlink(into / "current") == "versions/a"
     assert refusing.calls[-2:] == [("load", "moderation"), ("load", "old")]
+
+
+@pytest.mark.parametrize("name", ["2026.12.0", "3f9a1c0b2d4e", "v1_rc-2"])
+def test_a_version_name_is_letters_digits_dots_dashes_and_underscores(name: str) -> None:
+    """Names ``push`` makes or takes pass as they are."""
+    assert version_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", ".hidden", "a/b", "x" * 65, "$(MODELS_VERSION)"])
+def test_anything_else_is_not_a_version_name(name: str) -> None:
+    """The empty name, a path, an unexpanded variable or an overlong name are refused."""
+    with pytest.raises(ModelStoreError, match="not a version name"):
+        version_name(name)
+
+
+def test_pull_refuses_an_empty_version_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--version=`` (an unset ``$(MODELS_VERSION)``) exits 2 before anything is fetched or
+    written, rather than serving whatever ``LATEST`` names."""
+    into = tmp_path / "models"
+    code = main(
+        ["models", "pull", "s3://modstream-models/moderation", f"--into={into}", "--version="]
+    )
+    assert code == 2
+    assert "--version is empty" in capsys.readouterr().err
+    assert not into.exists()

@@ -1,5 +1,6 @@
 """deploy/k8s/base/monitoring: the alert rules pass promtool's checks and unit tests, every alert
-has a test that fires it and one that must not, and the dashboard's queries parse."""
+has a test that fires it and one that must not, the absence alerts watch a series only their
+own tier exports from start-up, and the dashboard's queries parse and show what they watch."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import promql_parser
 import pytest
 import yaml
+from prometheus_client import CollectorRegistry
 
+from online.metrics import MethodCalls, OnlineMetrics
+from review.metrics import ReviewMetrics
 from tests.promql_names import (
     ALERTS,
     DASHBOARD,
@@ -20,6 +25,7 @@ from tests.promql_names import (
     rule_expressions,
     selector_names,
 )
+from worker.metrics import Metrics
 
 RULE_TESTS = ALERTS.with_name("alerts_test.yml")
 
@@ -137,3 +143,106 @@ def test_a_selector_without_a_metric_name_is_refused() -> None:
     assert selector_names('rate({__name__="modstream_records_total"}[1m])') == {
         "modstream_records_total"
     }
+
+
+ABSENCE_ALERTS = {
+    "ModstreamWorkersAbsent": "worker",
+    "ModstreamOnlineAbsent": "online",
+    "ModstreamReviewAbsent": "review",
+    "ModstreamTritonAbsent": "triton",
+}
+"""The alert that fires when a whole tier is gone, and the tier."""
+WORST_CASE_ALERTS = {
+    "ModstreamRulesReloadRejected": "modstream_rules_reloads_total",
+    "ModstreamPolicyReloadRejected": "modstream_policy_reloads_total",
+    "ModstreamShadowDropping": "modstream_shadow_dropped_total",
+    "ModstreamRollupsStale": "modstream_rollups_refreshed_timestamp_seconds",
+}
+"""Alerts on what fails quietly, and the metric each reads."""
+
+
+def _absent_selector(expression: str) -> str:
+    """The metric name of ``absent(<selector>)``; fails on any other shape."""
+    node = promql_parser.parse(expression)
+    assert isinstance(node, promql_parser.Call), expression
+    assert node.func.name == "absent", expression
+    (argument,) = node.args
+    assert isinstance(argument, promql_parser.VectorSelector), expression
+    assert argument.name, expression
+    return str(argument.name)
+
+
+def _series(registry: CollectorRegistry) -> set[str]:
+    """The names of the samples a scrape of ``registry`` returns now (a family declared
+    without samples offers no series, and absent() sees none)."""
+    return {sample.name for family in registry.collect() for sample in family.samples}
+
+
+def _tiers_at_start() -> dict[str, set[str]]:
+    """What each modstream tier exports once started and before any work: the worker once it
+    holds a partition (its lag probe sets the partition's series), the online service with
+    its methods bound (the daemon's metrics on the same registry, as it runs them), the
+    review service as built."""
+    worker = Metrics(CollectorRegistry())
+    worker.consumer_lag_records.labels("chat.messages", "0").set(0)
+    online = Metrics(CollectorRegistry())
+    MethodCalls(OnlineMetrics(online.registry), "CheckMessage")
+    review = ReviewMetrics()
+    return {
+        "worker": _series(worker.registry),
+        "online": _series(online.registry),
+        "review": _series(review.registry),
+    }
+
+
+def test_a_whole_tier_gone_has_an_absence_alert() -> None:
+    """The worker, the online service, the review service and Triton each have an alert that
+    is ``absent()`` of one named series, critical or warning, held for a few minutes."""
+    expressions = rule_expressions()
+    rules = {
+        rule["alert"]: rule
+        for group in yaml.safe_load(ALERTS.read_text(encoding="utf-8"))["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    }
+    for alert in ABSENCE_ALERTS:
+        assert alert in expressions, alert
+        _absent_selector(expressions[alert])
+        assert rules[alert]["labels"]["severity"] in ("critical", "warning")
+        assert rules[alert]["for"] == "5m"
+
+
+def test_each_absence_alert_watches_a_series_only_its_tier_exports_from_start() -> None:
+    """A modstream tier's absence series is in that tier's exposition from start-up (an idle
+    pod keeps the alert quiet) and in no other tier's (the online service runs the daemon's
+    metrics too, so a worker series it also exports would hide every worker gone); Triton's
+    is its own ``nv_`` request counter."""
+    tiers = _tiers_at_start()
+    expressions = rule_expressions()
+    for alert, tier in ABSENCE_ALERTS.items():
+        name = _absent_selector(expressions[alert])
+        if tier == "triton":
+            assert name.startswith("nv_inference_"), alert
+            continue
+        assert name in tiers[tier], (alert, name)
+        others = {t for t, names in tiers.items() if t != tier and name in names}
+        assert others == set(), (alert, name, others)
+
+
+def test_what_fails_quietly_has_an_alert_on_the_metric_that_counts_it() -> None:
+    """Rejected rule and policy reloads, dropped shadow work and stale rollups each have an
+    alert reading the metric the code exports for it."""
+    expressions = rule_expressions()
+    exported = set().union(*_tiers_at_start().values())
+    for alert, metric in WORST_CASE_ALERTS.items():
+        assert metric in selector_names(expressions[alert]), alert
+        assert metric in exported, metric
+
+
+def test_the_dashboard_shows_what_the_new_alerts_watch() -> None:
+    """A panel per tier's absence series, the replicas each client uses, the reload results,
+    the shadow's drops and the rollups' age."""
+    shown = set().union(*(selector_names(e) for e in dashboard_expressions().values()))
+    expressions = rule_expressions()
+    watched = {_absent_selector(expressions[alert]) for alert in ABSENCE_ALERTS}
+    assert watched | set(WORST_CASE_ALERTS.values()) | {"modstream_inference_replicas"} <= shown

@@ -2,7 +2,8 @@
 and KEDA schemas, and the manifests keep their promises (deploy/k8s/README.md): probes, drain
 time, non-root, read-only root, resources, secrets by reference, one database role per service,
 rules hot-reloaded from a ConfigMap, disruption budgets, network exposure; workers never above
-the partition count, the Triton HPA on the adapter's metric."""
+the partition count, the Triton HPA on the adapter's metric; clients reaching every Triton pod
+through a headless Service, and the model version pinned, its change a rollout."""
 
 from __future__ import annotations
 
@@ -16,11 +17,19 @@ import pytest
 import yaml
 from pydantic_settings import BaseSettings
 
+from admin.model_store import version_name
 from admin.models_command import ModelStoreSettings
 from common.settings import ServiceSettings, project_root
 from online.settings import OnlineSettings
 from review.settings import ReviewServiceSettings
-from tests.k8s_manifests import K8S, Manifest, render, schema_errors
+from tests.k8s_manifests import (
+    K8S,
+    Manifest,
+    UnpinnedModelVersion,
+    render,
+    render_directory,
+    schema_errors,
+)
 from worker.settings import WorkerSettings
 
 OVERLAYS = ("cpu", "gpu")
@@ -112,7 +121,7 @@ def test_every_workload_point_1_lists_is_there(objects: list[Manifest]) -> None:
     deployments = {o["metadata"]["name"] for o in objects if o["kind"] == "Deployment"}
     assert deployments == {"modstream-worker", "modstream-review", "modstream-online", "triton"}
     services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
-    assert services == {"modstream-review", "modstream-online", "triton"}
+    assert services == {"modstream-review", "modstream-online", "triton", "triton-replicas"}
     job = _one(objects, "Job", "modstream-migrate")
     assert _modstream(job["spec"]["template"]["spec"])["args"] == ["migrate"]  # type: ignore[index]
     cron = _one(objects, "CronJob", "modstream-retention")
@@ -363,7 +372,7 @@ def test_the_init_step_is_modstream_models_pull_into_what_triton_serves(
     into = next(a.split("=", 1)[1] for a in pull["args"] if a.startswith("--into="))
     assert f"--model-repository={into}/current" in server["args"]
     assert "--version=$(MODELS_VERSION)" in pull["args"]
-    config = _one(objects, "ConfigMap", "modstream-models")["data"]
+    config = _models_config(objects)["data"]
     assert config["MODELS_LOCATION"].startswith("s3://")
     assert "MODELS_VERSION" in config
     for item in pull["env"]:
@@ -376,6 +385,116 @@ def test_the_init_step_is_modstream_models_pull_into_what_triton_serves(
     assert keys
     for key in keys:
         assert _names_a_setting(ModelStoreSettings, key), key
+
+
+def _models_config(objects: list[Manifest]) -> Manifest:
+    """The ConfigMap the model pull reads (its generated, hash-suffixed name)."""
+    spec, _ = _triton(objects)
+    (pull,) = spec["initContainers"]
+    (source,) = pull["envFrom"]
+    return _one(objects, "ConfigMap", source["configMapRef"]["name"])
+
+
+def test_the_model_version_is_pinned_in_a_generated_configmap(objects: list[Manifest]) -> None:
+    """Every Triton pod, one the HPA adds included, pulls the same named version: MODELS_VERSION
+    is a version name (never empty: not whatever LATEST names when the pod starts), and the
+    ConfigMap is generated with a content hash in its name, so a new version is a new pod
+    template, that is a rollout."""
+    config = _models_config(objects)
+    assert version_name(config["data"]["MODELS_VERSION"])
+    name = config["metadata"]["name"]
+    assert name.startswith("modstream-models-")
+    assert name != "modstream-models"
+
+
+def _overlay_over(tmp_path: Path, overlay: str, version: str) -> Path:
+    """A kustomization in ``tmp_path`` over ``overlay`` that sets MODELS_VERSION, as a
+    release's overlay does (kustomize wants the path relative)."""
+    base = os.path.relpath(K8S / "overlays" / overlay, tmp_path)
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [base],
+                "configMapGenerator": [
+                    {
+                        "name": "modstream-models",
+                        "behavior": "merge",
+                        "literals": [f"MODELS_VERSION={version}"],
+                    }
+                ],
+            }
+        )
+    )
+    return tmp_path
+
+
+def test_a_new_model_version_rolls_triton_out(overlay: str, tmp_path: Path) -> None:
+    """An overlay that changes MODELS_VERSION renders a differently named ConfigMap, and the
+    Triton pod template points at it: applying it replaces the pods, version by version."""
+    objects = render_directory(_overlay_over(tmp_path, overlay, "2027.01.0"))
+    config = _models_config(objects)
+    assert config["data"]["MODELS_VERSION"] == "2027.01.0"
+    assert config["metadata"]["name"] != _models_config(render(overlay))["metadata"]["name"]
+
+
+@pytest.mark.parametrize("version", ["", "$(LATEST)"])
+def test_an_unpinned_model_version_is_refused_at_render_time(
+    overlay: str, tmp_path: Path, version: str
+) -> None:
+    """A rendering whose model pull gets an empty (or malformed) version is refused, naming
+    the ConfigMap; ``modstream models pull`` refuses an empty ``--version`` as well."""
+    with pytest.raises(UnpinnedModelVersion, match=r"modstream-models-.*MODELS_VERSION"):
+        render_directory(_overlay_over(tmp_path, overlay, version))
+
+
+def test_clients_reach_every_triton_pod_through_a_headless_service(
+    objects: list[Manifest],
+) -> None:
+    """The worker and the online service get ``triton.grpc_dns`` (no single URL): a Service
+    without a cluster IP, selecting the Triton pods, on the port that targets their gRPC
+    port, so the name resolves to every ready pod and each client keeps a channel per pod."""
+    _, server = _triton(objects)
+    for name in ("modstream-worker", "modstream-online"):
+        container = _modstream(_one(objects, "Deployment", name)["spec"]["template"]["spec"])
+        assert container is not None
+        env = _environment(objects, container)
+        assert "MODSTREAM_TRITON__GRPC_URL" not in env, name
+        assert "MODSTREAM_TRITON__GRPC_URLS" not in env, name
+        host, _, port = env["MODSTREAM_TRITON__GRPC_DNS"].partition(":")
+        service = _one(objects, "Service", host)
+        assert service["spec"]["clusterIP"] == "None"
+        assert not service["spec"].get("publishNotReadyAddresses", False)
+        labels = _one(objects, "Deployment", "triton")["spec"]["template"]["metadata"]["labels"]
+        assert service["spec"]["selector"].items() <= labels.items()
+        (service_port,) = [p for p in service["spec"]["ports"] if p["port"] == int(port)]
+        grpc_ports = {p["name"]: p["containerPort"] for p in server["ports"]}
+        assert service_port["targetPort"] in ("grpc", grpc_ports["grpc"])
+
+
+CLUSTER_DNS_TTL_S = 5.0
+"""How long CoreDNS's kubernetes plugin lets an answer be cached (its default ``ttl``)."""
+
+
+def test_a_leaving_triton_pod_serves_until_every_client_has_looked_again(
+    objects: list[Manifest],
+) -> None:
+    """Triton's preStop pause outlasts a client's lookup interval plus the cluster DNS's TTL,
+    so every client has dropped the pod before it stops taking calls; the grace period
+    outlasts the pause and Triton's own exit timeout, so nothing is cut short."""
+    pod, server = _triton(objects)
+    command = server["lifecycle"]["preStop"]["exec"]["command"]
+    assert command[0] == "sleep"
+    pause_s = float(command[1])
+    env = _config(objects)
+    refresh_s = float(
+        env.get("MODSTREAM_TRITON__DNS_REFRESH_S", WorkerSettings().triton.dns_refresh_s)
+    )
+    assert pause_s > refresh_s + CLUSTER_DNS_TTL_S
+    (exit_timeout,) = [a for a in server["args"] if a.startswith("--exit-timeout-secs=")]
+    exit_s = float(exit_timeout.split("=", 1)[1])
+    assert pod["terminationGracePeriodSeconds"] > pause_s + exit_s
 
 
 def test_only_the_gpu_overlay_serves_the_gpu_configs(overlay: str, objects: list[Manifest]) -> None:

@@ -101,3 +101,25 @@ def test_a_server_on_another_repository_is_outdated(tmp_path: Path) -> None:
     finally:
         process.kill()
         process.wait()
+
+
+def test_the_server_binds_the_loopback_address_its_settings_name(tmp_path: Path) -> None:
+    """With ``triton_host`` set, every listener binds that address and clients are pointed
+    at it; several servers can then share one port number on different addresses."""
+    settings = StackSettings(
+        state_dir=tmp_path, model_repository=FIXTURE_REPOSITORY, triton_host="127.0.0.3"
+    )
+    server = TritonServer(settings)
+    argv, _ = server.command()
+    for listener in ("http", "grpc", "metrics"):
+        assert f"--{listener}-address=127.0.0.3" in argv
+    assert server.endpoint == f"127.0.0.3:{settings.triton_grpc_port}"
+    assert server.http_url.startswith("http://127.0.0.3:")
+    assert server.host == "127.0.0.3"
+
+
+@pytest.mark.parametrize("host", ["10.0.0.7", "localhost", "::1", ""])
+def test_a_host_that_is_not_an_ipv4_loopback_address_is_refused(host: str) -> None:
+    """The local stack binds loopback addresses only: anything else is a settings error."""
+    with pytest.raises(ValueError, match="triton_host"):
+        StackSettings(triton_host=host)

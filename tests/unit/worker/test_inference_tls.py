@@ -104,3 +104,16 @@ def test_environment_sets_tls(monkeypatch: pytest.MonkeyPatch, pem_files: dict[s
     triton = WorkerSettings().triton
     assert triton.ssl is True
     assert triton.root_certificates == pem_files["ca"]
+
+
+def test_a_replica_found_by_dns_is_verified_against_the_dns_name() -> None:
+    """With ``grpc_dns`` a replica is dialled by address, so TLS checks the certificate
+    against the Service's name (``grpc.ssl_target_name_override``); without TLS or without
+    DNS no override is set."""
+    settings = TritonSettings(ssl=True, grpc_dns="triton-replicas:8001")
+    options = client_options(settings, "10.0.0.5:8001")
+    assert options["url"] == "10.0.0.5:8001"
+    assert ("grpc.ssl_target_name_override", "triton-replicas") in options["channel_args"]
+    for plain in (TritonSettings(grpc_dns="triton-replicas:8001"), TritonSettings(ssl=True)):
+        names = [name for name, _ in client_options(plain, "10.0.0.5:8001")["channel_args"]]
+        assert "grpc.ssl_target_name_override" not in names

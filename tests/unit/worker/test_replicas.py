@@ -1,10 +1,12 @@
 """Tests for the Triton replica pool (worker.replicas through worker.triton): round-robin
-over healthy replicas, retries on another replica, per-replica breakers, probing and metrics."""
+over healthy replicas, retries on another replica, per-replica breakers, probing and metrics;
+replicas that follow a DNS name (``triton.grpc_dns``), join, and leave without failing a call."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +21,7 @@ from pipelines.scores import INTENT_LABELS, MODEL_OUTPUTS, SENTIMENT_LABELS, TOX
 from worker.breaker import BreakerState
 from worker.inference import InferenceUnavailable
 from worker.metrics import Metrics, ReplicaMetrics
+from worker.replica_dns import ReplicaLookupFailed
 from worker.replicas import Replica
 from worker.settings import TritonSettings, WorkerSettings
 from worker.triton import TritonModerationClient
@@ -60,9 +63,13 @@ class FakeReplica:
         self.delay_s = 0.0
         self.ready = True
         self.ready_calls = 0
+        self.gate: asyncio.Event | None = None
+        self.closed = False
 
     async def infer(self, model_name: str, inputs: list[Any], **kwargs: Any) -> _Response:
         self.log.append(self.url)
+        if self.gate is not None:
+            await self.gate.wait()
         if self.unloaded:
             raise InferenceServerException("unknown model", status="StatusCode.NOT_FOUND")
         self.timeouts.append(float(kwargs["client_timeout"]))
@@ -87,7 +94,7 @@ class FakeReplica:
         return SimpleNamespace(outputs=[SimpleNamespace(name=name) for name in MODEL_OUTPUTS])
 
     async def close(self) -> None:
-        return None
+        self.closed = True
 
 
 class FakeClock:
@@ -418,3 +425,218 @@ async def test_worker_probes_a_half_open_replica_while_the_pool_is_closed() -> N
     state = "modstream_inference_replica_breaker_state"
     assert metrics.registry.get_sample_value(state, labels) == 1
     assert metrics.registry.get_sample_value("modstream_inference_breaker_open") == 0
+
+
+# --- replicas behind a DNS name ------------------------------------------------------------
+
+
+class Names:
+    """A resolver whose answer the test changes; ``None`` answers with a lookup failure."""
+
+    def __init__(self, *addresses: str) -> None:
+        self.addresses: list[str] | None = list(addresses)
+        self.lookups = 0
+
+    async def __call__(self, host: str, port: int) -> Sequence[str]:
+        self.lookups += 1
+        if self.addresses is None:
+            raise ReplicaLookupFailed(f"{host}: no answer")
+        return list(self.addresses)
+
+
+class DnsRig:
+    """A client on ``triton-replicas:8001`` whose addresses come from :class:`Names`; each
+    address dialled gets a fake replica of its own."""
+
+    def __init__(self, names: Names) -> None:
+        self.names = names
+        self.log: list[str] = []
+        self.fakes: dict[str, FakeReplica] = {}
+        self.clock = FakeClock()
+        self.registry = CollectorRegistry()
+        self.client = TritonModerationClient(
+            TritonSettings(grpc_dns="triton-replicas:8001", dns_refresh_s=5.0),
+            client_factory=self._dial,
+            clock=self.clock,
+            metrics=ReplicaMetrics(self.registry),
+            resolver=names,
+        )
+
+    def _dial(self, **options: Any) -> FakeReplica:
+        url = options["url"]
+        assert url not in self.fakes or self.fakes[url].closed, f"{url} dialled twice"
+        self.fakes[url] = FakeReplica(url, self.log)
+        return self.fakes[url]
+
+    def urls(self) -> list[str]:
+        return [replica.url for replica in self.client.breaker.replicas]
+
+    async def refresh(self) -> None:
+        """Let the refresh interval pass and probe, as the services' loops do."""
+        self.clock.now += 5.0
+        await self.client.probe()
+
+    def sample(self, name: str, **labels: str) -> float | None:
+        return self.registry.get_sample_value(name, labels)
+
+
+async def _until_called(log: list[str]) -> None:
+    async with asyncio.timeout(5.0):
+        while not log:  # noqa: ASYNC110 (the fake records a call when it starts)
+            await asyncio.sleep(0)
+
+
+async def test_the_pool_is_every_address_the_name_has_and_calls_go_round_robin() -> None:
+    """Each resolved address is a replica with its own channel; calls take turns over them."""
+    rig = DnsRig(Names("10.0.0.2", "10.0.0.1"))
+    await rig.client.start(wait_ready=False)
+    assert rig.urls() == ["10.0.0.1:8001", "10.0.0.2:8001"]
+    for _ in range(4):
+        await rig.client.infer(["hi"])
+    assert rig.log == ["10.0.0.1:8001", "10.0.0.2:8001"] * 2
+    assert rig.sample("modstream_inference_replicas") == 2
+
+
+async def test_a_new_address_gets_its_share_after_the_next_lookup() -> None:
+    """A pod added behind the name is dialled at the next lookup (once ``dns_refresh_s`` has
+    passed) and takes one call in three from then on; replicas already known keep their
+    channel."""
+    names = Names("10.0.0.1", "10.0.0.2")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    first = dict(rig.fakes)
+    names.addresses = ["10.0.0.1", "10.0.0.2", "10.0.0.3"]
+    await rig.client.probe()  # not due yet: nothing changes
+    assert len(rig.urls()) == 2
+    await rig.refresh()
+    assert rig.urls() == ["10.0.0.1:8001", "10.0.0.2:8001", "10.0.0.3:8001"]
+    assert all(rig.fakes[url] is fake for url, fake in first.items())
+    rig.log.clear()
+    for _ in range(30):
+        await rig.client.infer(["hi"])
+    assert {url: rig.log.count(url) for url in rig.urls()} == dict.fromkeys(rig.urls(), 10)
+    assert rig.sample("modstream_inference_replicas") == 3
+
+
+async def test_lookups_happen_once_per_refresh_interval() -> None:
+    """Probing every second looks the name up only when ``dns_refresh_s`` has passed."""
+    names = Names("10.0.0.1")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    for _ in range(4):
+        rig.clock.now += 1.0
+        await rig.client.probe()
+    assert names.lookups == 1
+    rig.clock.now += 1.0
+    await rig.client.probe()
+    assert names.lookups == 2
+
+
+async def test_a_replica_that_leaves_is_drained_without_failing_its_call() -> None:
+    """An address gone from the name is never picked again, but its channel stays open until
+    the call it carries has answered; then it is closed and its series are dropped."""
+    names = Names("10.0.0.1", "10.0.0.2")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    leaving = rig.fakes["10.0.0.1:8001"]
+    leaving.gate = asyncio.Event()
+    in_flight = asyncio.create_task(rig.client.infer(["hi"]))
+    await _until_called(rig.log)
+    assert rig.log == ["10.0.0.1:8001"]
+    names.addresses = ["10.0.0.2"]
+    await rig.refresh()
+    assert rig.urls() == ["10.0.0.2:8001"]
+    for _ in range(3):
+        await rig.client.infer(["hi"])
+    assert rig.log[1:] == ["10.0.0.2:8001"] * 3
+    assert not leaving.closed
+    leaving.gate.set()
+    result = await in_flight
+    assert len(result.scores) == 1
+    await rig.client.probe()  # not a lookup: only the drained channel is closed
+    assert leaving.closed
+    calls = "modstream_inference_replica_calls_total"
+    assert rig.sample(calls, replica="10.0.0.1:8001") is None
+    assert rig.sample(calls, replica="10.0.0.2:8001") == 3
+    assert rig.sample("modstream_inference_replicas") == 1
+
+
+async def test_an_address_back_before_its_channel_closed_keeps_it() -> None:
+    """A pod that drops out of the answer and is back at the next lookup, its call still
+    running, is the same replica: no second channel."""
+    names = Names("10.0.0.1", "10.0.0.2")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    back = rig.fakes["10.0.0.1:8001"]
+    back.gate = asyncio.Event()
+    in_flight = asyncio.create_task(rig.client.infer(["hi"]))
+    await _until_called(rig.log)
+    names.addresses = ["10.0.0.2"]
+    await rig.refresh()
+    names.addresses = ["10.0.0.1", "10.0.0.2"]
+    await rig.refresh()
+    back.gate.set()
+    await in_flight
+    assert rig.fakes["10.0.0.1:8001"] is back
+    assert not back.closed
+    assert sorted(rig.urls()) == ["10.0.0.1:8001", "10.0.0.2:8001"]
+
+
+async def test_a_failed_lookup_keeps_the_replicas_known() -> None:
+    """A resolver failure (a DNS hiccup) changes nothing: the breakers judge the replicas."""
+    names = Names("10.0.0.1", "10.0.0.2")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    names.addresses = None
+    await rig.refresh()
+    assert rig.urls() == ["10.0.0.1:8001", "10.0.0.2:8001"]
+    await rig.client.infer(["hi"])
+
+
+async def test_no_address_at_start_is_unavailable_until_one_appears() -> None:
+    """Before any pod is ready the name has no address: calls fail fast as unavailable (the
+    services fall back to rules-only verdicts), and waiting for readiness keeps looking."""
+    names = Names()
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    with pytest.raises(InferenceUnavailable, match="no replica found at triton-replicas:8001"):
+        await rig.client.infer(["hi"])
+    assert rig.client.state is BreakerState.OPEN
+    with pytest.raises(InferenceUnavailable, match="triton-replicas:8001"):
+        await rig.client.wait_ready(0.0)
+    names.addresses = ["10.0.0.4"]
+    await rig.client.wait_ready(0.0)
+    assert rig.urls() == ["10.0.0.4:8001"]
+    await rig.client.infer(["hi"])
+    assert rig.log == ["10.0.0.4:8001"]
+
+
+async def test_stop_closes_replicas_still_draining() -> None:
+    """Stopping the client closes every channel, those of replicas still draining too."""
+    names = Names("10.0.0.1", "10.0.0.2")
+    rig = DnsRig(names)
+    await rig.client.start(wait_ready=False)
+    leaving = rig.fakes["10.0.0.1:8001"]
+    leaving.gate = asyncio.Event()
+    in_flight = asyncio.create_task(rig.client.infer(["hi"]))
+    await _until_called(rig.log)
+    names.addresses = ["10.0.0.2"]
+    await rig.refresh()
+    assert not leaving.closed
+    await rig.client.stop()
+    assert leaving.closed
+    assert rig.fakes["10.0.0.2:8001"].closed
+    in_flight.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await in_flight
+
+
+def test_dns_and_fixed_addresses_are_refused_together() -> None:
+    """``grpc_dns`` replaces ``grpc_url`` / ``grpc_urls``: setting both is a settings error,
+    and a ``grpc_dns`` without a port is refused at load."""
+    with pytest.raises(pydantic.ValidationError, match="not both"):
+        TritonSettings(grpc_dns="triton-replicas:8001", grpc_url="triton:8001")
+    with pytest.raises(pydantic.ValidationError, match="not both"):
+        TritonSettings(grpc_dns="triton-replicas:8001", grpc_urls=("a:1",))
+    with pytest.raises(pydantic.ValidationError, match="host:port"):
+        TritonSettings(grpc_dns="triton-replicas")

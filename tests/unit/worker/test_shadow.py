@@ -185,6 +185,18 @@ async def test_an_open_shadow_breaker_is_probed_before_a_call() -> None:
     assert inference.probes == 1
 
 
+async def test_a_serving_shadow_pool_is_probed_before_each_call_too() -> None:
+    """With the pool closed (some shadow replica serves) each batch still starts with a probe,
+    so a single half-open replica comes back and a DNS pool follows its name; the probe makes
+    no call unless something is half-open."""
+    inference = FakeInference()
+    scorer, _ = _scorer(inference, FakeStore())
+    await scorer.score(_items([_live(1)], ["a"]))
+    await scorer.score(_items([_live(2)], ["b"]))
+    assert inference.probes == 2
+    assert inference.calls == [["a"], ["b"]]
+
+
 async def test_what_is_queued_at_shutdown_is_counted() -> None:
     """Stopping the loop drops what is still queued, counted as shutdown."""
     inference = FakeInference()
