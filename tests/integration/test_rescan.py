@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import re
 import subprocess
+import urllib.request
 import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -25,7 +26,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from stack.samples import SampleRecord, produce
-from tests.integration.conftest import PARTITIONS, wait_until
+from tests.integration.conftest import PARTITIONS, free_ports, wait_until
 from tests.integration.sql_support import documented_query, fetch_as_analyst, fetch_rows
 from tests.support import run_command
 from worker.app import Worker
@@ -436,15 +437,37 @@ async def test_a_moderators_decision_stands_and_review_items_follow_the_rescan(
                 )
     finally:
         await conn.close()
-    done = await _rescan(
-        s,
-        *window,
-        "--model",
-        "moderation:2",
-        "--apply",
-        env={"MODSTREAM_POLICY__ESCALATE_HIGH": "0.999"},
+    # One record a second, so the kept counter can be scraped while the rescan runs.
+    (port,) = free_ports(1)
+    running = asyncio.create_task(
+        _rescan(
+            s,
+            *window,
+            "--model",
+            "moderation:2",
+            "--apply",
+            "--batch",
+            "1",
+            "--rate",
+            "1",
+            "--metrics-port",
+            str(port),
+            env={"MODSTREAM_POLICY__ESCALATE_HIGH": "0.999"},
+        )
     )
+    kept: list[float] = []
+
+    async def counted() -> bool:
+        if running.done():
+            return True
+        kept[:] = [await asyncio.to_thread(_kept_total, port)]
+        return kept[0] == 2
+
+    await wait_until(counted, timeout_s=60)
+    assert kept == [2]  # scraped while running, not read after
+    done = await running
     assert done.returncode == 0, done.stderr
+    assert _final(done.stdout)["kept"] == "2"
     rescan_id = _rescan_id(done.stdout)
     report = await _report(dsn, rescan_id)
     assert (report["kept"], report["kept_differs"]) == (2, 2)
@@ -525,6 +548,20 @@ async def test_a_moderators_decision_stands_and_review_items_follow_the_rescan(
         )
         for r in documented
     ] == [("2", "offensive", 1, 0, 1)]
+
+
+def _kept_total(port: int) -> float:
+    """``modstream_rescan_kept_total{would="different"}`` from a running rescan's /metrics
+    (-1 while it does not answer yet)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return -1.0
+    for line in text.splitlines():
+        if line.startswith('modstream_rescan_kept_total{would="different"}'):
+            return float(line.split()[-1])
+    return -1.0
 
 
 def _doc(record: SampleRecord) -> dict[str, Any]:
