@@ -164,8 +164,11 @@ class PythonBackendModel:
 
     def infer(self, texts: Sequence[str]) -> dict[str, np.ndarray[Any, Any]]:
         """One ``execute`` call for ``texts`` (shape ``[n, 1]``, UTF-8 bytes, as Triton's
-        client sends them): each output's array, ``n`` rows. ``ModelRefused`` when the model
-        answers with an error, ``ModelFailed`` when it raises or answers malformed."""
+        client sends them): the array of each output the config declares and the model gave,
+        ``n`` rows. A declared output the model did not give is left out, as Triton's response
+        leaves it out (a version of a model may not have every output its config names; the
+        caller decides which it needs). ``ModelRefused`` when the model answers with an error,
+        ``ModelFailed`` when it raises or answers malformed."""
         data = np.array([[t.encode("utf-8")] for t in texts], dtype=np.object_).reshape(-1, 1)
         request = triton_utils.InferenceRequest(
             [triton_utils.Tensor(self.input_name, data)], self.output_names
@@ -181,10 +184,7 @@ class PythonBackendModel:
         if error is not None:
             raise ModelRefused(str(error.message()), int(error.code()))
         outputs = {t.name(): np.asarray(t.as_numpy()) for t in response.output_tensors()}
-        missing = [name for name in self.output_names if name not in outputs]
-        if missing:
-            raise ModelFailed(f"{self.name}: outputs missing from the response: {missing}")
-        return {name: outputs[name] for name in self.output_names}
+        return {name: outputs[name] for name in self.output_names if name in outputs}
 
     def close(self) -> None:
         """``finalize()`` (when the model has one); the instance is not used again."""

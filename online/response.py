@@ -15,11 +15,13 @@ __all__ = ["check_response"]
 
 
 def _scores(scores: ModelScores | None) -> dict[str, pb.TaskScores]:
+    """Each task's probabilities and most probable label; ``harms`` (from a model with that
+    output) has independent probabilities and no label (empty)."""
     if scores is None:
         return {}
     labels = scores.labels()
     return {
-        task: pb.TaskScores(probabilities=probabilities, label=labels[task])
+        task: pb.TaskScores(probabilities=probabilities, label=labels.get(task, ""))
         for task, probabilities in scores.as_dict().items()
     }
 

@@ -26,17 +26,40 @@
    It escalates in the grey zone ``escalate_low <= toxic < escalate_high``, for severe hate
    (``hate >= escalate_high``) and for ``escalate`` or ``critical`` rule hits.
 
+4. **Harms.** When the model has the ``HARMS`` output (``ModelScores.harms``; ``None`` for older
+   models, which are decided exactly as above), each harm is compared with its own threshold:
+
+   - ``insult``: FLAG at ``flag_insult``, BLOCK at ``block_insult``, category ``offensive``;
+   - ``threat``: FLAG at ``flag_threat``, category ``threat`` (severe), never a model block;
+   - ``self_harm``: FLAG at ``flag_self_harm``, category ``self_harm`` (severe), never blocked;
+   - ``self_harm_incitement``: FLAG at ``flag_self_harm_incitement``, category
+     ``self_harm_incitement`` (severe), never a model block;
+   - ``sexual_solicitation``: FLAG at ``flag_sexual_solicitation``, category ``sexual``.
+
+   An insult at a participant is what the ``offensive`` rules catch by word (the
+   ``en.harassment.demeaning`` patterns among them), and adult solicitation is the rules'
+   non-severe ``sexual``. A severe harm at or above its threshold flags and escalates like a
+   severe rule hit (the priority floor, the urgent category; see below), and a ``self_harm``
+   one caps a model-driven BLOCK at FLAG; the model alone never blocks a threat or self-harm.
+   The reason names the harm: ``harms.threat=0.734>=0.5``. The grey zone reads the larger of
+   ``toxic`` and ``P(insult)`` (``grey_zone:harms.insult=0.700`` when the insult is larger);
+   the model clears a ``yields_to_model`` flag only when every harm is below
+   ``model_clears_below`` too; the confidence below counts the harms.
+
 ``category`` is the category of the strongest signal at the final decision level (model hate
-before offensive before spam and advertisement, rule hits by severity); for an escalated ALLOW it
-is what escalated it; for a plain ALLOW it is ``None``.
+before offensive before spam and advertisement, harms by their weights below, rule hits by
+severity); for an escalated ALLOW it is what escalated it; for a plain ALLOW it is ``None``.
 
 ``priority = 0.6 * severity + 0.4 * confidence``, clamped to [0, 1], where ``severity`` is the
 largest weight among the signals that drove the decision or escalation (rule hits:
 low 0.25, medium 0.5, high 0.75, critical 1.0; model: hate 0.75, offensive 0.5, spam and
 advertisement 0.25, and 1.0 for severe hate) and ``confidence`` is 1.0 for a decisive rule
-block, 0.5 without a model, and otherwise the largest of ``toxic``, ``spam`` and ``ad``.
+block, 0.5 without a model, and otherwise the largest of ``toxic``, ``spam``, ``ad`` and the
+harms. Model harms weigh 0.5 (insult), 0.75 (sexual solicitation, as a ``high`` rule hit) and,
+for the severe ones, their floor below (threat 0.85, self_harm 1.0, incitement 0.8).
 
-**Severe harm** (``pipelines.severe_harm``), in every branch above:
+**Severe harm** (``pipelines.severe_harm``), in every branch above; a model harm at or above its
+flag threshold counts as a hit of its category here:
 
 - a rule hit in a severe category (threat, self_harm, self_harm_incitement,
   sexual_exploitation, sexual_exploitation_minors) escalates whatever its action;
@@ -55,17 +78,27 @@ from dataclasses import dataclass, fields, replace
 
 from pipelines.errors import PipelineError
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
-from pipelines.scores import ModelScores
+from pipelines.scores import HARM_LABELS, ModelScores
 from pipelines.severe_harm import (
     NEVER_BLOCKED,
     REVIEW_PRIORITY_FLOOR,
+    SELF_HARM,
+    SELF_HARM_INCITEMENT,
     SEVERE_CATEGORIES,
+    THREAT,
     URGENT_CATEGORIES,
     is_severe,
 )
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
-__all__ = ["PolicyConfigError", "PolicyThresholds", "decide", "standing_flags"]
+__all__ = [
+    "HARM_CATEGORIES",
+    "PolicyConfigError",
+    "PolicyThresholds",
+    "decide",
+    "model_flag_pairs",
+    "standing_flags",
+]
 
 _LEVEL = {Decision.ALLOW: 0, Decision.FLAG: 1, Decision.BLOCK: 2}
 _SEVERITY_WEIGHT = {
@@ -82,6 +115,23 @@ _SEVERITY_SHARE = 0.6
 _CONFIDENCE_SHARE = 0.4
 _NO_MODEL_CONFIDENCE = 0.5
 _RULE_CONFIDENCE = 1.0
+_SEXUAL_WEIGHT = _SEVERITY_WEIGHT[Severity.HIGH]
+
+HARM_CATEGORIES: dict[str, str] = {
+    "insult": "offensive",
+    "threat": THREAT,
+    "self_harm": SELF_HARM,
+    "self_harm_incitement": SELF_HARM_INCITEMENT,
+    "sexual_solicitation": "sexual",
+}
+"""The category a model harm flags under, per ``HARM_LABELS`` entry."""
+_HARM_WEIGHT: dict[str, float] = {
+    "insult": _OFFENSIVE_WEIGHT,
+    "threat": REVIEW_PRIORITY_FLOOR[THREAT],
+    "self_harm": REVIEW_PRIORITY_FLOOR[SELF_HARM],
+    "self_harm_incitement": REVIEW_PRIORITY_FLOOR[SELF_HARM_INCITEMENT],
+    "sexual_solicitation": _SEXUAL_WEIGHT,
+}
 
 
 class PolicyConfigError(PipelineError):
@@ -127,6 +177,21 @@ class PolicyThresholds:
     sweep), the word lists that yield (both profanity lists and the Chinese insult list) had their
     flags cleared on six everyday lines (ordinary senses, swearing at nobody, a word discussed)
     and on no harmful line; at 0.02 a harmful line ("草泥马的中单, 又送") was cleared too."""
+    flag_insult: float = 0.5
+    """The harm thresholds below apply only to a model with the ``HARMS`` output (independent
+    calibrated probabilities, so one number means the same in every category). An insult at
+    a participant flags (category ``offensive``) at ``flag_insult`` and blocks at
+    ``block_insult``."""
+    block_insult: float = 0.97
+    flag_threat: float = 0.5
+    """A threat of violence flags and escalates (category ``threat``); the model never blocks it."""
+    flag_self_harm: float = 0.5
+    """The writer's own intent to hurt themselves flags and escalates (``self_harm``); never
+    blocked, and it caps a model-driven block at flag."""
+    flag_self_harm_incitement: float = 0.5
+    """Telling someone to hurt themselves flags and escalates (``self_harm_incitement``)."""
+    flag_sexual_solicitation: float = 0.5
+    """Sexual solicitation flags (category ``sexual``)."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -144,6 +209,7 @@ class PolicyThresholds:
             ("flag_hate", "block_hate"),
             ("flag_offensive", "block_offensive"),
             ("flag_spam", "block_spam"),
+            ("flag_insult", "block_insult"),
         ):
             if getattr(self, flag) > getattr(self, block):
                 raise PolicyConfigError(f"{flag} must not exceed {block}")
@@ -168,13 +234,16 @@ def decide(
     hits = _by_severity(outcome.hits)
     rule_reasons = tuple(f"rule:{hit.rule_id}" for hit in hits)
     rule_escalations = [hit for hit in hits if _escalates(hit)]
+    categories = {hit.category for hit in hits}
     if outcome.is_decisive:
         result = _decisive(hits, rule_reasons, bool(rule_escalations))
     elif scores is None or not model_available:
         result = _rules_only(hits, rule_reasons, rule_escalations)
     else:
-        result = _with_model(hits, rule_reasons, rule_escalations, scores, thresholds)
-    return _severe_review(result, hits)
+        harms = _harm_signals(scores, thresholds)
+        result = _with_model(hits, rule_reasons, rule_escalations, scores, harms, thresholds)
+        categories |= {signal.category for signal in harms}
+    return _severe_review(result, categories)
 
 
 def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
@@ -190,9 +259,9 @@ def _escalates(hit: RuleHit) -> bool:
     )
 
 
-def _severe_review(result: PolicyResult, hits: tuple[RuleHit, ...]) -> PolicyResult:
-    """The priority floor and the urgent category of severe-harm hits (module docstring)."""
-    categories = {hit.category for hit in hits}
+def _severe_review(result: PolicyResult, categories: set[str]) -> PolicyResult:
+    """The priority floor and the urgent category of severe-harm hits and model harms
+    (module docstring)."""
     floor = max((REVIEW_PRIORITY_FLOOR.get(category, 0.0) for category in categories), default=0.0)
     urgent = next((c for c in SEVERE_CATEGORIES if c in URGENT_CATEGORIES & categories), None)
     if floor <= result.priority and urgent in (None, result.category):
@@ -244,13 +313,14 @@ def _with_model(
     rule_reasons: tuple[str, ...],
     escalations: list[RuleHit],
     scores: ModelScores,
+    harms: list[_Signal],
     t: PolicyThresholds,
 ) -> PolicyResult:
     hate = scores.toxicity[2]
     toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
     spam = scores.intent[2]
     ad = scores.intent[3]
-    model_signals = _model_signals(hate, toxic, spam, ad, t)
+    model_signals = _model_signals(hate, toxic, spam, ad, t) + harms
     standing = standing_flags(hits, scores, t)
     rule_reasons = (
         *rule_reasons,
@@ -267,6 +337,7 @@ def _with_model(
     decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
     drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
     capped = [h.category for h in hits if h.category in NEVER_BLOCKED]
+    capped += [s.category for s in harms if s.category in NEVER_BLOCKED]
     if decision is Decision.BLOCK and capped:
         decision = Decision.FLAG
         drivers = [s for s in signals if s.level is not Decision.ALLOW]
@@ -276,6 +347,14 @@ def _with_model(
     if hate >= t.escalate_high:
         reason = f"severe:toxicity.hate={hate:.3f}"
         model_escalation = _Signal(Decision.ALLOW, "hate", _SEVERE_HATE_WEIGHT, reason)
+    elif (insult := scores.harm("insult")) is not None and toxic < insult:
+        if t.escalate_low <= insult < t.escalate_high:
+            model_escalation = _Signal(
+                Decision.ALLOW,
+                "offensive",
+                _OFFENSIVE_WEIGHT,
+                f"grey_zone:harms.insult={insult:.3f}",
+            )
     elif t.escalate_low <= toxic < t.escalate_high:
         hateful = scores.toxicity[2] >= scores.toxicity[1]
         model_escalation = _Signal(
@@ -288,6 +367,8 @@ def _with_model(
         _Signal(Decision.ALLOW, hit.category, _SEVERITY_WEIGHT[hit.severity], f"rule:{hit.rule_id}")
         for hit in escalations
     ]
+    # A severe harm escalates as a severe rule hit does, whatever the decision.
+    escalators += [s for s in harms if is_severe(s.category)]
     model_reasons = [s.reason for s in model_signals]
     if model_escalation is not None:
         escalators.append(model_escalation)
@@ -301,7 +382,7 @@ def _with_model(
         decided_by=DecidedBy.MODEL,
         escalate=bool(escalators),
         category=category,
-        priority=_priority(severity, max(toxic, spam, ad)),
+        priority=_priority(severity, max(toxic, spam, ad, *(scores.harms or ()))),
         reasons=(*rule_reasons, *model_reasons),
     )
 
@@ -310,12 +391,14 @@ def standing_flags(
     hits: tuple[RuleHit, ...], scores: ModelScores | None, t: PolicyThresholds
 ) -> tuple[RuleHit, ...]:
     """The ``flag`` hits that count toward a FLAG: all of them, less those of ``yields_to_model``
-    rules when the model clears them (module docstring). Without scores nothing is cleared."""
+    rules when the model clears them (module docstring; the harms, when the model has them, must
+    be below ``model_clears_below`` too). Without scores nothing is cleared."""
     flags = tuple(hit for hit in hits if hit.action is RuleAction.FLAG)
     if scores is None or not any(hit.yields_to_model for hit in flags):
         return flags
     toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
-    if max(toxic, scores.intent[2], scores.intent[3]) >= t.model_clears_below:
+    harms = scores.harms or ()
+    if max(toxic, scores.intent[2], scores.intent[3], *harms) >= t.model_clears_below:
         return flags
     return tuple(hit for hit in flags if not hit.yields_to_model)
 
@@ -368,6 +451,48 @@ def _model_signals(
             )
         )
     return signals
+
+
+def _harm_signals(scores: ModelScores, t: PolicyThresholds) -> list[_Signal]:
+    """The FLAG and BLOCK signals of the model's harms (none without the ``HARMS`` output)."""
+    if scores.harms is None:
+        return []
+    signals: list[_Signal] = []
+    for label, value in zip(HARM_LABELS, scores.harms, strict=True):
+        category, weight = HARM_CATEGORIES[label], _HARM_WEIGHT[label]
+        flag_at: float = getattr(t, f"flag_{label}")
+        if label == "insult" and value >= t.block_insult:
+            reason = _harm_reason(label, value, t.block_insult)
+            signals.append(_Signal(Decision.BLOCK, category, weight, reason))
+        elif value >= flag_at:
+            signals.append(
+                _Signal(Decision.FLAG, category, weight, _harm_reason(label, value, flag_at))
+            )
+    return signals
+
+
+def _harm_reason(label: str, value: float, threshold: float) -> str:
+    return f"harms.{label}={value:.3f}>={threshold:g}"
+
+
+def model_flag_pairs(scores: ModelScores, t: PolicyThresholds) -> tuple[tuple[float, float], ...]:
+    """Each model probability the policy flags on, with its flag threshold: ``1 - P(none)`` and
+    ``flag_offensive``, ``P(hate)`` and ``flag_hate``, ``P(spam)`` and ``flag_spam``,
+    ``P(advertisement)`` and ``flag_advertisement``, then, when the model has ``HARMS``, each harm
+    and its ``flag_<harm>``. The model flags (or blocks) a message exactly when some probability
+    reaches its threshold; for ranking by how far (``modelbuild.whole_decision.harm_score``)."""
+    pairs = [
+        (min(1.0, max(0.0, 1.0 - scores.toxicity[0])), t.flag_offensive),
+        (scores.toxicity[2], t.flag_hate),
+        (scores.intent[2], t.flag_spam),
+        (scores.intent[3], t.flag_advertisement),
+    ]
+    if scores.harms is not None:
+        pairs += [
+            (value, float(getattr(t, f"flag_{label}")))
+            for label, value in zip(HARM_LABELS, scores.harms, strict=True)
+        ]
+    return tuple(pairs)
 
 
 _REASON_NAMES = {

@@ -13,7 +13,8 @@ The record never contains the message text (nor its hash). Fields:
 ``source_partition``, ``source_offset``, ``decision`` (allow|flag|block), ``decided_by``
 (rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
 ``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``),
-``scores`` (``{task: {label: probability}}`` or null), ``labels`` (``{task: label}`` or null),
+``scores`` (``{task: {label: probability}}`` or null; the task ``harms`` only from a model with
+the ``HARMS`` output), ``labels`` (``{task: label}`` for sentiment, intent and toxicity, or null),
 ``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
 ``created_at`` (ISO-8601 UTC, ``Z`` suffix). Records are keyed by ``group_id`` like the input.
 """
@@ -29,7 +30,13 @@ import orjson
 
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
-from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS, ModelScores
+from pipelines.scores import (
+    HARM_LABELS,
+    INTENT_LABELS,
+    SENTIMENT_LABELS,
+    TOXICITY_LABELS,
+    ModelScores,
+)
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 
 __all__ = [
@@ -159,14 +166,17 @@ def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
 
 
 def scores_from_json(value: Any) -> ModelScores | None:
-    """A ``verdicts.scores`` value (JSON text or parsed) back as ``ModelScores`` (or ``None``)."""
+    """A ``verdicts.scores`` value (JSON text or parsed) back as ``ModelScores`` (or ``None``).
+    A value without ``harms`` (stored from a model without that output) gives ``harms=None``."""
     scores = _json(value)
     if scores is None:
         return None
+    harms = scores.get("harms")
     return ModelScores(
         sentiment=tuple(float(scores["sentiment"][label]) for label in SENTIMENT_LABELS),
         intent=tuple(float(scores["intent"][label]) for label in INTENT_LABELS),
         toxicity=tuple(float(scores["toxicity"][label]) for label in TOXICITY_LABELS),
+        harms=None if harms is None else tuple(float(harms[label]) for label in HARM_LABELS),
     )
 
 

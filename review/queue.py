@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 
+from pipelines.scores import HARM_LABELS
 from pipelines.severe_harm import URGENT_CATEGORIES
 from review.decisions import encode_payload
 from review.errors import (
@@ -75,12 +76,16 @@ _UNFINISHED = "(r.status IN ('open', 'claimed'))"
 _AVAILABLE = f"({_UNFINISHED} AND NOT {_LIVE_CLAIM})"
 _FINISHED = ("resolved", "closed")
 
-# The highest harmful probability the model gave (0 when no model scored the message).
-_CONFIDENCE = """GREATEST(
+# The highest harmful probability the model gave (0 when no model scored the message), the
+# harms included when the model had that output (absent keys read 0).
+_HARM_PROBABILITIES = "".join(
+    f",\n    COALESCE((v.scores -> 'harms' ->> '{label}')::real, 0)" for label in HARM_LABELS
+)
+_CONFIDENCE = f"""GREATEST(
     COALESCE((v.scores -> 'toxicity' ->> 'hate')::real, 0),
     COALESCE((v.scores -> 'toxicity' ->> 'offensive')::real, 0),
     COALESCE((v.scores -> 'intent' ->> 'spam')::real, 0),
-    COALESCE((v.scores -> 'intent' ->> 'advertisement')::real, 0))"""
+    COALESCE((v.scores -> 'intent' ->> 'advertisement')::real, 0){_HARM_PROBABILITIES})"""
 
 _AGE_S = "EXTRACT(EPOCH FROM now() - r.created_at)::double precision"
 

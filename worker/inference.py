@@ -3,7 +3,8 @@
 The processor, the re-scorer and the services see only :class:`InferenceClient`; which backend
 stands behind it is chosen by ``worker.parts`` (``inference.backend``): the KServe v2 gRPC
 client of ``worker.triton`` (Triton, MLServer), or the in-process model of ``worker.inprocess``.
-Both turn the model's three output tensors into scores with :func:`scores_from_outputs`.
+Both turn the model's three output tensors (and ``HARMS`` when the model has it) into scores with
+:func:`scores_from_outputs`.
 A backend wraps its own failures at the edge: :class:`InferenceUnavailable` when it cannot answer
 now (callers fall back to rules-only ``pending_model`` verdicts and re-score later),
 :class:`InferenceRejected` when it refused these inputs (retrying them will not help).
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pipelines.scores import ModelScores, ScoreRowError
+from pipelines.scores import HARMS_OUTPUT, ModelScores, ScoreRowError
 from worker.breaker import BreakerState
 from worker.errors import WorkerError
 
@@ -77,20 +78,31 @@ class InferenceClient(Protocol):
 
 
 def _rows(array: Any, n: int, task: str) -> list[tuple[float, ...]]:
+    if array is None:
+        raise InferenceRejected(f"{task}: missing from the response")
     matrix = np.asarray(array, dtype=np.float64)
     if matrix.ndim != 2 or matrix.shape[0] != n:
         raise InferenceRejected(f"{task}: expected {n} rows, got shape {matrix.shape}")
     return [tuple(row) for row in matrix.tolist()]
 
 
-def scores_from_outputs(output: Callable[[str], Any], n: int) -> list[ModelScores]:
+def scores_from_outputs(output: Callable[[str], Any | None], n: int) -> list[ModelScores]:
     """One :class:`ModelScores` per text from the model's ``SENTIMENT``, ``INTENT`` and
-    ``TOXICITY`` arrays (``output(name)`` gives each); ``InferenceRejected`` when a shape or a
-    row breaks the contract (``pipelines.scores``)."""
+    ``TOXICITY`` arrays and, when the response has it, ``HARMS`` (``output(name)`` gives each,
+    ``None`` for one the response lacks); ``InferenceRejected`` when a required array is
+    missing or a shape or a row breaks the contract (``pipelines.scores``). Without ``HARMS``
+    every row's ``harms`` is ``None``."""
     sentiment = _rows(output("SENTIMENT"), n, "SENTIMENT")
     intent = _rows(output("INTENT"), n, "INTENT")
     toxicity = _rows(output("TOXICITY"), n, "TOXICITY")
+    harms_array = output(HARMS_OUTPUT)
+    harms: list[tuple[float, ...] | None] = (
+        [None] * n if harms_array is None else list(_rows(harms_array, n, HARMS_OUTPUT))
+    )
     try:
-        return [ModelScores(s, i, t) for s, i, t in zip(sentiment, intent, toxicity, strict=True)]
+        return [
+            ModelScores(s, i, t, h)
+            for s, i, t, h in zip(sentiment, intent, toxicity, harms, strict=True)
+        ]
     except ScoreRowError as exc:
         raise InferenceRejected(f"contract violation: {exc}") from exc

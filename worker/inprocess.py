@@ -231,7 +231,7 @@ class InProcessModerationClient:
             breaker.abandon()  # cancelled or unexpected: free a half-open slot
             raise
         try:
-            scores = scores_from_outputs(outputs.__getitem__, len(texts))
+            scores = scores_from_outputs(outputs.get, len(texts))
         except InferenceRejected as exc:
             self._replica.record(CallOutcome.REJECTED, time.perf_counter() - started, str(exc))
             raise

@@ -9,19 +9,25 @@ INVALID_ARGUMENT and contract violations are never retried. Only when
 every replica's breaker is open do calls fail fast (``InferenceUnavailable``), so the worker can
 fall back to rules-only verdicts. It is the ``triton`` backend of ``worker.inference``'s
 ``InferenceClient``; ``worker.parts`` builds it.
+
+Outputs: the three every model has (``pipelines.scores.MODEL_OUTPUTS``), and ``HARMS`` when the
+served model declares it. Before its first call to a replica the client reads the model's
+metadata there (``ModelMetadata``: the outputs of its config) and keeps the answer until a call
+to that replica fails as unavailable (the server may come back with another model). A model
+that does not declare ``HARMS``, or a response that lacks it, gives scores without harms.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from common.logs import get_logger
-from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
+from pipelines.scores import HARMS_OUTPUT, MODEL_INPUT, MODEL_OUTPUTS, ModelScores
 from worker.breaker import BreakerState, CircuitBreaker
 from worker.inference import (
     InferenceError,
@@ -107,6 +113,8 @@ class TritonModerationClient:
             metrics,
         )
         self._budget = RetryBudget(settings.retry_budget_ratio)
+        self._declares_harms: dict[str, bool] = {}
+        """Per replica URL: whether its model declares ``HARMS`` (read once, see the module)."""
 
     @property
     def state(self) -> BreakerState:
@@ -193,12 +201,13 @@ class TritonModerationClient:
             self._budget.record_call()
             started = time.perf_counter()
             try:
-                scores, version = await self._call(replica.client, texts, remaining_s)
+                scores, version = await self._call(replica, texts, deadline)
             except InferenceError as exc:
                 if not exc.retriable:
                     # The server answered: it is up, the request is bad. Do not trip the breaker.
                     replica.record(CallOutcome.REJECTED, time.perf_counter() - started, str(exc))
                     raise
+                self._declares_harms.pop(replica.url, None)  # read again when it answers
                 replica.record(CallOutcome.UNAVAILABLE, time.perf_counter() - started, str(exc))
                 tried.append(replica)
                 if attempt >= s.max_attempts or not self._budget.try_spend():
@@ -213,31 +222,67 @@ class TritonModerationClient:
             replica.record(CallOutcome.ANSWERED, latency_s)
             return InferenceResult(scores, s.model_name, version, latency_s * 1000.0)
 
+    async def _output_names(self, replica: Replica, deadline: float) -> list[str]:
+        """The outputs to ask ``replica`` for: the required three, and ``HARMS`` when its model
+        declares it (its metadata, read on the first call and kept, see the module)."""
+        declares = self._declares_harms.get(replica.url)
+        if declares is None:
+            s = self._settings
+            try:
+                metadata = await _translated(
+                    replica.client.get_model_metadata(
+                        s.model_name,
+                        s.model_version,
+                        client_timeout=max(0.0, deadline - time.monotonic()),
+                    )
+                )
+            except InferenceRejected as exc:
+                # A server that will not describe the model still serves the required outputs.
+                _log.warning("triton_model_metadata_refused", replica=replica.url, error=str(exc))
+                declares = False
+            else:
+                declares = any(output.name == HARMS_OUTPUT for output in metadata.outputs)
+            self._declares_harms[replica.url] = declares
+            _log.info(
+                "triton_model_outputs_read", replica=replica.url, model=s.model_name, harms=declares
+            )
+        return [*MODEL_OUTPUTS, HARMS_OUTPUT] if declares else list(MODEL_OUTPUTS)
+
     async def _call(
-        self, client: Any, texts: Sequence[str], timeout_s: float
+        self, replica: Replica, texts: Sequence[str], deadline: float
     ) -> tuple[list[ModelScores], str]:
         from tritonclient.grpc import InferInput, InferRequestedOutput
-        from tritonclient.utils import InferenceServerException
 
+        names = await self._output_names(replica, deadline)
         data = np.array([[t.encode("utf-8")] for t in texts], dtype=np.object_)
         tensor = InferInput(MODEL_INPUT, list(data.shape), "BYTES")
         tensor.set_data_from_numpy(data)
-        outputs = [InferRequestedOutput(name) for name in MODEL_OUTPUTS]
-        try:
-            response = await client.infer(
+        response = await _translated(
+            replica.client.infer(
                 self._settings.model_name,
                 [tensor],
                 model_version=self._settings.model_version,
-                outputs=outputs,
-                client_timeout=timeout_s,
+                outputs=[InferRequestedOutput(name) for name in names],
+                client_timeout=max(0.0, deadline - time.monotonic()),
             )
-        except InferenceServerException as exc:
-            status = str(exc.status())
-            if status in _RETRIABLE_STATUSES:
-                raise InferenceUnavailable(f"triton {status}") from exc
-            raise InferenceRejected(f"triton {status}: {exc.message()}") from exc
-        except (TimeoutError, OSError) as exc:
-            raise InferenceUnavailable(f"transport: {type(exc).__name__}") from exc
+        )
         scores = scores_from_outputs(response.as_numpy, len(texts))
         version = str(response.get_response().model_version)
         return scores, version
+
+
+async def _translated(call: Awaitable[Any]) -> Any:
+    """``call``'s answer, with tritonclient's and the transport's failures as inference errors:
+    the retriable statuses and transport failures ``InferenceUnavailable``, any other status
+    ``InferenceRejected``."""
+    from tritonclient.utils import InferenceServerException
+
+    try:
+        return await call
+    except InferenceServerException as exc:
+        status = str(exc.status())
+        if status in _RETRIABLE_STATUSES:
+            raise InferenceUnavailable(f"triton {status}") from exc
+        raise InferenceRejected(f"triton {status}: {exc.message()}") from exc
+    except (TimeoutError, OSError) as exc:
+        raise InferenceUnavailable(f"transport: {type(exc).__name__}") from exc

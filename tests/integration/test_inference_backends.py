@@ -6,6 +6,8 @@ The fixture model (both versions) is served by the stack's Triton and by an MLSe
 client, so what passes is the protocol, not one vendor's server. Then the worker runs end to end
 (Kafka in, verdicts in PostgreSQL) on each backend, Triton, MLServer and in-process, with the
 default version and with version 1 pinned (``triton.model_version``: the switch and rollback).
+Version 2 answers the optional HARMS output and version 1 does not, so both kinds of model are
+covered: the harms reach the verdicts of version 2 and decide them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from common.settings import project_root
-from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS
+from pipelines.scores import HARM_LABELS, HARMS_OUTPUT, MODEL_INPUT, MODEL_OUTPUTS
 from stack.mlserver import MLSERVER_VENV, MLServerServer, private_mlserver
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import free_ports, wait_until
@@ -87,8 +89,8 @@ def test_the_server_and_both_fixture_versions_are_ready(server_url: str) -> None
 
 
 def test_metadata_names_the_contracts_tensors(server_url: str) -> None:
-    """Model metadata: input TEXT as BYTES [-1, 1]; the three outputs FP32 with the contract's
-    widths."""
+    """Model metadata: input TEXT as BYTES [-1, 1]; the three outputs and HARMS, FP32 with the
+    contract's widths."""
     client = grpcclient.InferenceServerClient(server_url)
     try:
         metadata = client.get_model_metadata("moderation", as_json=True)
@@ -98,8 +100,8 @@ def test_metadata_names_the_contracts_tensors(server_url: str) -> None:
     assert (tensor["name"], tensor["datatype"]) == (MODEL_INPUT, "BYTES")
     assert [int(d) for d in tensor["shape"]] == [-1, 1]
     outputs = {o["name"]: o for o in metadata["outputs"]}
-    assert set(outputs) == set(MODEL_OUTPUTS)
-    for name, labels in MODEL_OUTPUTS.items():
+    assert set(outputs) == {*MODEL_OUTPUTS, HARMS_OUTPUT}
+    for name, labels in {**MODEL_OUTPUTS, HARMS_OUTPUT: HARM_LABELS}.items():
         assert outputs[name]["datatype"] == "FP32"
         assert [int(d) for d in outputs[name]["shape"]] == [-1, len(labels)]
 
@@ -128,6 +130,28 @@ async def test_rows_honour_the_contract_and_each_version_its_cues(server_url: st
     assert tox[""] == tox["2"]
     assert tox["1"][3] == tox["2"][3] == _OFFENSIVE  # both versions share "idiot"
     assert int(np.argmax(results["1"].scores[4].intent)) == 1  # a question
+
+
+async def test_harms_come_from_version_2_only(server_url: str) -> None:
+    """Through the worker's client (which reads the metadata and asks for HARMS): version 2's
+    rows carry five harms, ``ambush`` raising the threat; version 1's have none, and it still
+    answers."""
+    texts = ["watch for the ambush tonight", "hello friends"]
+    harms = {}
+    for version in ("1", "2"):
+        client = _client(server_url, version)
+        await client.start()
+        try:
+            harms[version] = [row.harms for row in (await client.infer(texts)).scores]
+        finally:
+            await client.stop()
+    assert harms["1"] == [None, None]
+    threat, calm = harms["2"]
+    assert threat is not None
+    assert calm is not None
+    assert max(range(len(HARM_LABELS)), key=threat.__getitem__) == HARM_LABELS.index("threat")
+    assert threat[HARM_LABELS.index("threat")] > 0.9
+    assert max(calm) < 0.01
 
 
 async def test_a_refused_request_is_rejected_and_the_breaker_stays_closed(
@@ -166,11 +190,19 @@ async def test_mlserver_answers_what_triton_answers(
             np.testing.assert_allclose(ours.toxicity, theirs.toxicity, atol=1e-6)
             np.testing.assert_allclose(ours.sentiment, theirs.sentiment, atol=1e-6)
             np.testing.assert_allclose(ours.intent, theirs.intent, atol=1e-6)
+            assert (ours.harms is None) == (theirs.harms is None) == (version == "1")
+            if ours.harms is not None and theirs.harms is not None:
+                np.testing.assert_allclose(ours.harms, theirs.harms, atol=1e-6)
 
 
 # --- the worker end to end, on each backend ----------------------------------------------------
 
-_MESSAGES = {"m-dumb": "you are so dumb today", "m-scum": "you are scum, all of you"}
+_MESSAGES = {
+    "m-dumb": "you are so dumb today",
+    "m-scum": "you are scum, all of you",
+    "m-threat": "watch for the ambush tonight",
+    "m-insult": "you muppet, nobody asked you",
+}
 _CLEAN = [f"see you at the match tonight number {i}" for i in range(8)]
 
 
@@ -214,7 +246,10 @@ async def test_the_worker_runs_end_to_end_on_every_backend(
 ) -> None:
     """Every record gets a model verdict whose provenance names ``moderation`` and the version
     that scored it (2 by default, 1 when pinned); the decisions are that version's: ``dumb``
-    flagged by 2 alone, ``scum`` by 1 alone. Rolling back is setting ``triton.model_version``."""
+    flagged by 2 alone, ``scum`` by 1 alone. Rolling back is setting ``triton.model_version``.
+    Version 2's verdicts carry its harms and are decided by them (the threat flagged under
+    ``threat`` and escalated at its priority floor, the insult flagged under ``offensive``);
+    version 1's have none and allow both messages."""
     s = _backend_settings(request, worker_settings, backend, version)
     records = _records(f"{backend}-{version or 'default'}")
     await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
@@ -227,7 +262,8 @@ async def test_the_worker_runs_end_to_end_on_every_backend(
         try:
             return list(
                 await conn.fetch(
-                    "SELECT message_id, decided_by, model_name, model_version, toxicity_label "
+                    "SELECT message_id, decided_by, model_name, model_version, toxicity_label, "
+                    "decision, category, escalated, priority, reasons, scores::text AS scores "
                     "FROM verdicts WHERE source_topic = $1",
                     s.kafka.input_topic,
                 )
@@ -261,3 +297,19 @@ async def test_the_worker_runs_end_to_end_on_every_backend(
     assert labels[flagged_by_this_version] == "offensive"
     assert labels[allowed_by_this_version] == "none"
     assert all(labels[f"m-clean-{i}"] == "none" for i in range(len(_CLEAN)))
+    by_id = {mid.removeprefix(prefix): row for mid, row in verdicts.items()}
+    threat, insult = by_id["m-threat"], by_id["m-insult"]
+    if served == "1":
+        assert all("harms" not in orjson.loads(row["scores"]) for row in verdicts.values())
+        assert (threat["decision"], insult["decision"]) == ("allow", "allow")
+        return
+    assert all(
+        set(orjson.loads(row["scores"])["harms"]) == set(HARM_LABELS) for row in by_id.values()
+    )
+    assert orjson.loads(threat["scores"])["harms"]["threat"] > 0.9
+    assert (threat["decision"], threat["category"], threat["escalated"]) == ("flag", "threat", True)
+    assert threat["priority"] >= 0.85
+    assert any(reason.startswith("harms.threat=") for reason in threat["reasons"])
+    assert (insult["decision"], insult["category"]) == ("flag", "offensive")
+    assert any(reason.startswith("harms.insult=") for reason in insult["reasons"])
+    assert all(by_id[f"m-clean-{i}"]["decision"] == "allow" for i in range(len(_CLEAN)))

@@ -30,7 +30,8 @@ from modelbuild.serving.pipeline_model import (
     _trim,
     lexicon_scores,
 )
-from pipelines.scores import MODEL_INPUT, MODEL_OUTPUTS, ModelScores
+from modelhost.pbtxt import read_model_config
+from pipelines.scores import HARM_LABELS, HARMS_OUTPUT, MODEL_INPUT, MODEL_OUTPUTS, ModelScores
 from stack import TritonServer, private_triton
 
 pytestmark = pytest.mark.integration
@@ -218,13 +219,16 @@ def test_every_model_and_version_in_the_repository_is_ready(
 def test_moderation_metadata_matches_the_contract(
     client: grpcclient.InferenceServerClient, model: str
 ) -> None:
-    """Input TEXT (BYTES, [-1, 1]), the three outputs with the contract's widths, batch >= 128,
-    served by one Python-backend model with its own dynamic batcher (not a Triton ensemble)."""
+    """Input TEXT (BYTES, [-1, 1]), the three outputs with the contract's widths (and, for a
+    model that has it, HARMS with its five), batch >= 128, served by one Python-backend model
+    with its own dynamic batcher (not a Triton ensemble)."""
     meta = client.get_model_metadata(model, as_json=True)
     inputs = {i["name"]: i for i in meta["inputs"]}
     assert inputs[MODEL_INPUT]["datatype"] == "BYTES"
     assert [int(d) for d in inputs[MODEL_INPUT]["shape"]] == [-1, 1]
     outputs = {o["name"]: [int(d) for d in o["shape"]] for o in meta["outputs"]}
+    harms = outputs.pop(HARMS_OUTPUT, None)
+    assert harms in (None, [-1, len(HARM_LABELS)])
     assert outputs == {name: [-1, len(labels)] for name, labels in MODEL_OUTPUTS.items()}
     config = client.get_model_config(model, as_json=True)["config"]
     assert int(config["max_batch_size"]) >= 128
@@ -234,11 +238,18 @@ def test_moderation_metadata_matches_the_contract(
 
 
 def test_label_files_follow_the_contract_order() -> None:
-    """Each moderation folder and head folder writes the label order pipelines.scores expects."""
+    """Each moderation folder and head folder writes the label order pipelines.scores expects;
+    a moderation model that declares HARMS names ``harms_labels.txt`` with the harms' order."""
     for model in MODERATION_MODELS:
         for name, labels in MODEL_OUTPUTS.items():
             path = REPOSITORY / model / f"{name.lower()}_labels.txt"
             assert tuple(path.read_text().split()) == labels
+        declared = read_model_config(REPOSITORY / model / "config.pbtxt").get("output", [])
+        for output in declared:
+            if output["name"] == HARMS_OUTPUT:
+                assert output["label_filename"] == "harms_labels.txt"
+                path = REPOSITORY / model / "harms_labels.txt"
+                assert tuple(path.read_text().split()) == HARM_LABELS
     for head, name in (("sentiment", "SENTIMENT"), ("intent", "INTENT"), ("toxicity", "TOXICITY")):
         assert tuple((REPOSITORY / head / "labels.txt").read_text().split()) == MODEL_OUTPUTS[name]
 

@@ -12,6 +12,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from grpc_health.v1 import health_pb2
 
+from pipelines.scores import HARM_LABELS
 from review.schemas import Role
 from tests.integration.conftest import wait_until
 from tests.integration.online_support import (
@@ -91,7 +92,10 @@ async def test_verdicts_are_stored_as_online_escalated_and_published(
     assert (calm.decision, calm.decided_by) == ("allow", "model")
     assert calm.model_name == "moderation"
     assert calm.model_version
-    assert set(calm.scores) == {"sentiment", "intent", "toxicity"}
+    # the fixture's default version 2 answers HARMS: independent probabilities, no label
+    assert set(calm.scores) == {"sentiment", "intent", "toxicity", "harms"}
+    assert set(calm.scores["harms"].probabilities) == set(HARM_LABELS)
+    assert calm.scores["harms"].label == ""
     assert calm.latency.total_ms >= calm.latency.inference_ms > 0
     assert (spam.decision, spam.decided_by) == ("block", "rules")
     assert spam.rule_hits

@@ -91,8 +91,10 @@ async def seed(
     age_s: float = 0.0,
     queue: str = "moderator",
     text: str = "you are awful",
+    harms: dict[str, float] | None = None,
 ) -> str:
-    """Insert one verdict and its escalation; returns the review item's public id."""
+    """Insert one verdict and its escalation (``harms``: scores of a model with that output);
+    returns the review item's public id."""
     global _offset
     _offset += 1
     sent_at = datetime.now(UTC) - timedelta(seconds=age_s + 1)
@@ -101,6 +103,8 @@ async def seed(
         "intent": {"chat": 0.9, "question": 0.05, "spam": 0.03, "advertisement": 0.02},
         "toxicity": {"none": 1 - hate, "offensive": 0.0, "hate": hate},
     }
+    if harms is not None:
+        scores["harms"] = harms
     rule_hits = [
         {"rule_id": "en.insult.1", "category": "offensive", "severity": 2, "action": "flag"}
     ]
@@ -774,3 +778,20 @@ async def test_readiness_fails_while_postgresql_cannot_answer(
         assert ready.status_code == 503
         assert ready.text == "postgres unavailable\n"
         assert (await http.get("/healthz")).status_code == 200
+
+
+async def test_the_confidence_counts_the_models_harms(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """A verdict from a model with HARMS: its highest harm is the item's confidence when above
+    the toxicity and intent probabilities, and ranks the item above an equal-priority one."""
+    headers = _auth(await _token(pool, "mod"))
+    plain = await seed(pool, priority=0.5, sender_id="a", hate=0.6)
+    harms = {"insult": 0.1, "threat": 0.93, "self_harm": 0.0}
+    harms |= {"self_harm_incitement": 0.0, "sexual_solicitation": 0.2}
+    threat = await seed(pool, priority=0.5, sender_id="b", hate=0.6, harms=harms)
+    listing = (await client.get("/api/queue", headers=headers)).json()
+    assert [i["id"] for i in listing] == [threat, plain]
+    by_id = {i["id"]: i for i in listing}
+    assert by_id[threat]["confidence"] == pytest.approx(0.93)
+    assert by_id[plain]["confidence"] == pytest.approx(0.6)

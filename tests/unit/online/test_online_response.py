@@ -58,3 +58,26 @@ def test_a_rules_only_record_has_no_scores_or_model() -> None:
     assert not response.scores
     assert response.model_name == ""
     assert response.replayed
+
+
+def test_harms_reach_the_response_without_a_label() -> None:
+    """A verdict from a model with HARMS answers ``scores["harms"]`` with the five
+    probabilities as published, and an empty label (they are independent)."""
+    from dataclasses import replace
+
+    scores = replace(CALM, harms=(0.125, 0.0, 0.0, 0.0, 0.75))
+    facts = MessageFacts(SourcePosition("online", 0, 3), "m-3", "g-1", "u-1", SENT_AT, "ef" * 32)
+    verdict = make_verdict(
+        facts,
+        RuleOutcome(),
+        scores,
+        PolicyThresholds(),
+        ModelRun("moderation", "2", None, 1.0),
+        queue_ms=0.0,
+    )
+    record = verdict_record(verdict, created_at=datetime.now(UTC))
+    response = check_response(Answer(verdict, False, Latency()))
+    assert dict(response.scores["harms"].probabilities) == record["scores"]["harms"]  # type: ignore[index]
+    assert response.scores["harms"].label == ""
+    assert response.decision == "flag"
+    assert response.category == "sexual"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
-from pipelines.scores import ModelScores
+from pipelines.scores import ModelScores, ScoreRowError
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 from pipelines.verdict_codec import (
     SCHEMA_VERSION,
@@ -21,6 +22,7 @@ from pipelines.verdict_codec import (
     record_from_row,
     row_kafka_record,
     row_key,
+    scores_from_json,
     verdict_from_row,
     verdict_kafka_records,
     verdict_record,
@@ -245,3 +247,50 @@ def test_a_stored_row_reads_back_as_the_verdict_that_was_stored(scored: bool) ->
     verdict = _stored_verdict(scored)
     row = _as_read(verdict, datetime(2026, 12, 2, 12, 5, tzinfo=UTC))
     assert verdict_from_row(row) == verdict
+
+
+HARMFUL = ModelScores(
+    sentiment=(0.8, 0.1, 0.1),
+    intent=(0.9, 0.05, 0.03, 0.02),
+    toxicity=(0.2, 0.7, 0.1),
+    harms=(0.91, 0.04, 0.0, 0.125, 0.5),
+)
+
+
+def test_harms_are_stored_published_and_read_back() -> None:
+    """A verdict from a model with HARMS stores and publishes ``scores.harms`` by label, and the
+    stored row reads back as the same verdict, harms included."""
+    verdict = replace(_stored_verdict(True), scores=HARMFUL)
+    row = _as_read(verdict, datetime(2026, 12, 2, 12, 5, tzinfo=UTC))
+    assert orjson.loads(row["scores"])["harms"] == {
+        "insult": 0.91,
+        "threat": 0.04,
+        "self_harm": 0.0,
+        "self_harm_incitement": 0.125,
+        "sexual_solicitation": 0.5,
+    }
+    assert verdict_from_row(row) == verdict
+    assert scores_from_json(row["scores"]) == HARMFUL
+    record = verdict_record(verdict, created_at=CREATED)
+    assert record["scores"] == HARMFUL.as_dict()
+    assert record["labels"] == {"sentiment": "negative", "intent": "chat", "toxicity": "offensive"}
+    assert record_from_row(row) == verdict_record(verdict, created_at=row["updated_at"])
+
+
+def test_a_row_stored_before_harms_reads_back_without_them() -> None:
+    """Scores stored by a model without HARMS (no ``harms`` key) decode with ``harms=None``,
+    from text or from the driver's parsed value."""
+    stored = '{"sentiment": {"negative": 0.1, "neutral": 0.2, "positive": 0.7}, '
+    stored += '"intent": {"chat": 0.1, "question": 0.1, "spam": 0.1, "advertisement": 0.7}, '
+    stored += '"toxicity": {"none": 0.9, "offensive": 0.05, "hate": 0.05}}'
+    assert scores_from_json(stored) == SCORES
+    assert scores_from_json(orjson.loads(stored)) == SCORES
+    assert SCORES.harms is None
+
+
+def test_stored_harms_that_break_the_contract_are_refused() -> None:
+    """A stored ``harms`` value out of [0, 1] is a ``ScoreRowError``, as a model's would be."""
+    stored = orjson.loads(orjson.dumps(HARMFUL.as_dict()))
+    stored["harms"]["threat"] = 1.5
+    with pytest.raises(ScoreRowError, match="HARMS"):
+        scores_from_json(stored)

@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 
 from common.settings import project_root
-from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS, ModelScores
+from modelhost.pbtxt import read_model_config
+from pipelines.scores import (
+    HARM_LABELS,
+    INTENT_LABELS,
+    SENTIMENT_LABELS,
+    TOXICITY_LABELS,
+    ModelScores,
+)
 
 MODEL_DIR = project_root() / "tests" / "fixtures" / "model_repository" / "moderation"
 
@@ -74,10 +81,12 @@ def _run(model_module: Any, texts: list[str], version: str = "1") -> dict[str, A
 
 
 def _scores(outputs: dict[str, Any], row: int) -> ModelScores:
+    harms = outputs.get("HARMS")
     return ModelScores(
         sentiment=tuple(float(x) for x in outputs["SENTIMENT"][row]),
         intent=tuple(float(x) for x in outputs["INTENT"][row]),
         toxicity=tuple(float(x) for x in outputs["TOXICITY"][row]),
+        harms=None if harms is None else tuple(float(x) for x in harms[row]),
     )
 
 
@@ -167,3 +176,54 @@ def test_each_version_finds_one_cue_the_other_does_not(model_module: Any) -> Non
         assert np.array_equal(one[name][2:], two[name][2:])
     assert (MODEL_DIR / "2" / "model.py").resolve() == (MODEL_DIR / "1" / "model.py").resolve()
     assert "specific: { versions: [ 1, 2 ] }" in (MODEL_DIR / "config.pbtxt").read_text()
+
+
+def test_the_config_declares_harms_with_its_label_file() -> None:
+    """HARMS is declared FP32 [5] with ``harms_labels.txt``, whose lines are the contract's
+    harm labels in order."""
+    outputs = {o["name"]: o for o in read_model_config(MODEL_DIR / "config.pbtxt")["output"]}
+    harms = outputs["HARMS"]
+    assert (harms["data_type"], harms["dims"]) == ("TYPE_FP32", [len(HARM_LABELS)])
+    assert harms["label_filename"] == "harms_labels.txt"
+    assert tuple((MODEL_DIR / "harms_labels.txt").read_text().split()) == HARM_LABELS
+
+
+def test_version_2_answers_harms_and_version_1_does_not(model_module: Any) -> None:
+    """Version 2 adds HARMS (FP32, five valid probabilities a row); version 1 answers only the
+    three outputs every model has, as a model built before HARMS; the three are the same in
+    both for texts without a version's own cue."""
+    texts = ["hello friends", "you muppet", "see you tomorrow"]
+    one, two = _run(model_module, texts, "1"), _run(model_module, texts, "2")
+    assert list(one) == ["SENTIMENT", "INTENT", "TOXICITY"]
+    assert list(two) == ["SENTIMENT", "INTENT", "TOXICITY", "HARMS"]
+    assert two["HARMS"].dtype == np.float32
+    assert two["HARMS"].shape == (len(texts), len(HARM_LABELS))
+    for row in range(len(texts)):
+        assert _scores(two, row).harms is not None
+        assert _scores(one, row).harms is None
+    for name in ("SENTIMENT", "INTENT", "TOXICITY"):
+        np.testing.assert_array_equal(one[name], two[name])
+
+
+@pytest.mark.parametrize(("word", "label"), [
+    ("muppet", "insult"), ("ambush", "threat"), ("despair", "self_harm"),
+    ("plunge", "self_harm_incitement"), ("flirt", "sexual_solicitation"),
+])  # fmt: skip
+def test_each_harm_cue_raises_its_harm_alone(model_module: Any, word: str, label: str) -> None:
+    """A harm's cue word takes it to 0.92-0.97 (over the 0.5 flag thresholds, under the insult
+    block); the other harms, and every harm of a text without a cue, stay under 0.01."""
+    outputs = _run(model_module, [f"well {word} then", "well then"], "2")
+    cued, plain = _scores(outputs, 0).harms, _scores(outputs, 1).harms
+    assert cued is not None
+    assert plain is not None
+    for index, name in enumerate(HARM_LABELS):
+        if name == label:
+            assert 0.92 <= cued[index] < 0.97
+        else:
+            assert cued[index] < 0.01
+    assert max(plain) < 0.01
+
+
+def test_an_empty_batch_of_version_2_has_an_empty_harms_output(model_module: Any) -> None:
+    """Zero rows: HARMS is there too, with zero rows of five."""
+    assert _run(model_module, [], "2")["HARMS"].shape == (0, len(HARM_LABELS))

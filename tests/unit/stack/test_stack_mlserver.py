@@ -16,8 +16,9 @@ FIXTURE = project_root() / "tests" / "fixtures" / "model_repository"
 
 def test_each_served_version_gets_its_settings_with_the_contracts_tensors(tmp_path: Path) -> None:
     """The fixture's two versions, each through the modelhost runtime naming the repository,
-    model and version; tensors as the config declares them; the server on loopback, in one
-    process, on the given ports."""
+    model and version; tensors as the config declares them (HARMS for both: the config is the
+    model's, as Triton's metadata is); the server on loopback, in one process, on the given
+    ports."""
     written = write_settings(FIXTURE, tmp_path / "settings", (1, 2, 3))
     assert written == {"moderation": ["1", "2"]}
     server = json.loads((tmp_path / "settings" / "settings.json").read_text())
@@ -39,7 +40,13 @@ def test_each_served_version_gets_its_settings_with_the_contracts_tensors(tmp_pa
             "version": version,
         }
         assert model["inputs"] == [{"name": "TEXT", "datatype": "BYTES", "shape": [-1, 1]}]
-        assert [o["shape"] for o in model["outputs"]] == [[-1, 3], [-1, 4], [-1, 3]]
+        outputs = [(o["name"], o["shape"]) for o in model["outputs"]]
+        assert outputs == [
+            ("SENTIMENT", [-1, 3]),
+            ("INTENT", [-1, 4]),
+            ("TOXICITY", [-1, 3]),
+            ("HARMS", [-1, 5]),
+        ]
 
 
 def test_only_python_models_with_one_text_input_are_served(tmp_path: Path) -> None:

@@ -29,9 +29,12 @@ class FakeModel:
     most_at_once = 0
     lock = threading.Lock()
 
-    def __init__(self, version: str = "7", delay_s: float = 0.0) -> None:
+    def __init__(
+        self, version: str = "7", delay_s: float = 0.0, harms: tuple[float, ...] | None = None
+    ) -> None:
         self.version = version
         self.delay_s = delay_s
+        self.harms = harms
         self.closed = False
 
     def infer(self, texts: list[str]) -> dict[str, Any]:
@@ -43,11 +46,14 @@ class FakeModel:
             if "refuse" in texts:
                 raise ModelRefused("no", 3)
             n = len(texts)
-            return {
+            outputs = {
                 "SENTIMENT": np.full((n, 3), 1 / 3, np.float32),
                 "INTENT": np.full((n, 4), 0.25, np.float32),
                 "TOXICITY": np.full((n, 3), 1 / 3, np.float32),
             }
+            if self.harms is not None:
+                outputs["HARMS"] = np.tile(np.asarray(self.harms, np.float32), (n, 1))
+            return outputs
         finally:
             with FakeModel.lock:
                 FakeModel.running -= 1
@@ -218,3 +224,36 @@ async def test_stop_finalizes_every_instance_and_twice_is_safe() -> None:
     assert [m.closed for m in made] == [True, True]
     with pytest.raises(InferenceUnavailable):
         await client.infer(["x"])
+
+
+@pytest.mark.parametrize("harms", [None, (0.5, 0.25, 0.0, 1.0, 0.75)])
+async def test_harms_reach_the_scores_when_the_model_gives_them(
+    harms: tuple[float, ...] | None,
+) -> None:
+    """A model answering HARMS gives every row its harms; one without it gives ``harms=None``
+    and still scores."""
+    client, _ = _client(lambda *_a, **_k: FakeModel("7", harms=harms))
+    await client.start()
+    try:
+        result = await client.infer(["a", "b"])
+    finally:
+        await client.stop()
+    assert [row.harms for row in result.scores] == [harms, harms]
+
+
+async def test_a_model_without_a_required_output_is_rejected() -> None:
+    """A response without TOXICITY breaks the contract: ``InferenceRejected`` naming it."""
+
+    class WithoutToxicity(FakeModel):
+        def infer(self, texts: list[str]) -> dict[str, Any]:
+            outputs = super().infer(texts)
+            del outputs["TOXICITY"]
+            return outputs
+
+    client, _ = _client(lambda *_a, **_k: WithoutToxicity("7"))
+    await client.start()
+    try:
+        with pytest.raises(InferenceRejected, match="TOXICITY: missing"):
+            await client.infer(["a"])
+    finally:
+        await client.stop()

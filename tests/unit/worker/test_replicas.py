@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from prometheus_client import CollectorRegistry
 from tritonclient.utils import InferenceServerException
 
 import worker.triton as inference_module
-from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS
+from pipelines.scores import INTENT_LABELS, MODEL_OUTPUTS, SENTIMENT_LABELS, TOXICITY_LABELS
 from worker.breaker import BreakerState
 from worker.inference import InferenceUnavailable
 from worker.metrics import Metrics, ReplicaMetrics
@@ -36,7 +37,9 @@ class _Response:
         self.n = n
         self.served_by = served_by
 
-    def as_numpy(self, name: str) -> np.ndarray[Any, Any]:
+    def as_numpy(self, name: str) -> np.ndarray[Any, Any] | None:
+        if name not in MODEL_OUTPUTS:  # the fake model has only the required outputs
+            return None
         width = {"SENTIMENT": SENTIMENT_LABELS, "INTENT": INTENT_LABELS}.get(name, TOXICITY_LABELS)
         return np.full((self.n, len(width)), 1.0 / len(width))
 
@@ -78,6 +81,10 @@ class FakeReplica:
 
     async def is_model_ready(self, *_: Any, **__: Any) -> bool:
         return self.ready
+
+    async def get_model_metadata(self, *_: Any, **__: Any) -> SimpleNamespace:
+        """The model's outputs: the three required ones (these tests are about routing)."""
+        return SimpleNamespace(outputs=[SimpleNamespace(name=name) for name in MODEL_OUTPUTS])
 
     async def close(self) -> None:
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,13 @@ import pytest
 from tritonclient.utils import InferenceServerException
 
 import worker.triton as inference_module
-from pipelines.scores import INTENT_LABELS, SENTIMENT_LABELS, TOXICITY_LABELS
+from pipelines.scores import (
+    HARM_LABELS,
+    INTENT_LABELS,
+    MODEL_OUTPUTS,
+    SENTIMENT_LABELS,
+    TOXICITY_LABELS,
+)
 from worker.breaker import BreakerState, CircuitBreaker
 from worker.inference import InferenceRejected, InferenceUnavailable
 from worker.settings import TritonSettings
@@ -45,14 +52,36 @@ class FakeResponse:
 
 
 class FakeTriton:
-    """A stand-in for the grpc aio client: each call takes the next scripted failure, if any."""
+    """A stand-in for the grpc aio client: each call takes the next scripted failure, if any.
+    Its model declares ``declared`` outputs (metadata); it answers the outputs asked for that
+    it has (``harms``: the HARMS rows it gives when asked, ``None``: it gives none)."""
 
-    def __init__(self, script: list[BaseException | str] | None = None, *, rows: int = 0) -> None:
+    def __init__(
+        self,
+        script: list[BaseException | str] | None = None,
+        *,
+        rows: int = 0,
+        declared: tuple[str, ...] = tuple(MODEL_OUTPUTS),
+        harms: tuple[float, ...] | None = None,
+    ) -> None:
         self.script = list(script or [])
         self.forever: str | None = None
         self.rows = rows
         self.calls = 0
         self.closed = False
+        self.declared = declared
+        self.harms = harms
+        self.metadata_calls = 0
+        self.metadata_failure: str | None = None
+        self.asked: list[list[str]] = []
+
+    async def get_model_metadata(self, model_name: str, *_: Any, **__: Any) -> SimpleNamespace:
+        self.metadata_calls += 1
+        if self.metadata_failure is not None:
+            raise InferenceServerException("metadata failure", status=self.metadata_failure)
+        return SimpleNamespace(
+            name=model_name, outputs=[SimpleNamespace(name=n) for n in self.declared]
+        )
 
     async def infer(self, model_name: str, inputs: list[Any], **kwargs: Any) -> FakeResponse:
         self.calls += 1
@@ -61,13 +90,17 @@ class FakeTriton:
             raise InferenceServerException("scripted failure", status=failure)
         if failure is not None:
             raise failure
+        asked = [output.name() for output in kwargs["outputs"]]
+        self.asked.append(asked)
         n = self.rows or int(inputs[0].shape()[0])
         outputs = {
             "SENTIMENT": _uniform(n, len(SENTIMENT_LABELS)),
             "INTENT": _uniform(n, len(INTENT_LABELS)),
             "TOXICITY": _uniform(n, len(TOXICITY_LABELS)),
         }
-        return FakeResponse(outputs, "3")
+        if "HARMS" in asked and self.harms is not None:
+            outputs["HARMS"] = np.tile(np.asarray(self.harms, dtype=np.float32), (n, 1))
+        return FakeResponse({k: v for k, v in outputs.items() if k in asked}, "3")
 
     async def close(self) -> None:
         self.closed = True
@@ -222,3 +255,85 @@ async def test_not_started_is_unavailable() -> None:
     assert fake.closed
     with pytest.raises(InferenceUnavailable, match="not started"):
         await client.infer(["hi"])
+
+
+# --- the optional HARMS output ---------------------------------------------------------------
+
+HARMS = (0.75, 0.0, 0.5, 0.25, 1.0)
+WITH_HARMS = (*MODEL_OUTPUTS, "HARMS")
+
+
+async def test_a_model_declaring_harms_is_asked_for_them_and_they_reach_the_scores() -> None:
+    """Metadata naming HARMS: the request asks for the four outputs and every row's ``harms``
+    holds the model's five probabilities."""
+    fake = FakeTriton(declared=WITH_HARMS, harms=HARMS)
+    result = await (await _client(fake)).infer(["a", "b"])
+    assert fake.asked == [list(WITH_HARMS)]
+    assert [row.harms for row in result.scores] == [HARMS, HARMS]
+    assert len(HARMS) == len(HARM_LABELS)
+
+
+async def test_a_model_without_harms_is_not_asked_for_them() -> None:
+    """Metadata without HARMS: only the three required outputs are asked for, and the scores
+    have ``harms=None``."""
+    fake = FakeTriton()
+    result = await (await _client(fake)).infer(["a"])
+    assert fake.asked == [list(MODEL_OUTPUTS)]
+    assert result.scores[0].harms is None
+
+
+async def test_a_response_without_the_declared_harms_gives_scores_without_them() -> None:
+    """A model that declares HARMS but leaves it out of a response (a version without it) still
+    scores: ``harms=None``, no refusal."""
+    fake = FakeTriton(declared=WITH_HARMS, harms=None)
+    result = await (await _client(fake)).infer(["a"])
+    assert fake.asked == [list(WITH_HARMS)]
+    assert result.scores[0].harms is None
+
+
+async def test_harms_outside_the_contract_are_rejected() -> None:
+    """A harm probability above 1 is a contract violation: ``InferenceRejected``."""
+    fake = FakeTriton(declared=WITH_HARMS, harms=(0.1, 1.5, 0.0, 0.0, 0.0))
+    with pytest.raises(InferenceRejected, match="HARMS"):
+        await (await _client(fake)).infer(["a"])
+
+
+async def test_the_metadata_is_read_once_and_again_after_the_replica_failed() -> None:
+    """The outputs are read on the first call and kept; after an UNAVAILABLE call they are read
+    again, so a server back with another model is asked for what it has."""
+    fake = FakeTriton(declared=tuple(MODEL_OUTPUTS))
+    client = await _client(fake)
+    await client.infer(["a"])
+    await client.infer(["b"])
+    assert fake.metadata_calls == 1
+    fake.script = [UNAVAILABLE]
+    fake.declared = WITH_HARMS
+    fake.harms = HARMS
+    result = await client.infer(["c"])
+    assert fake.metadata_calls == 2
+    assert fake.asked[-1] == list(WITH_HARMS)
+    assert result.scores[0].harms == HARMS
+
+
+async def test_unavailable_metadata_is_retried_like_a_call() -> None:
+    """Metadata answered UNAVAILABLE is a retriable failure: the call is tried again."""
+    fake = FakeTriton(declared=WITH_HARMS, harms=HARMS)
+    fake.metadata_failure = UNAVAILABLE
+    client = await _client(fake, max_attempts=2, threshold=10)
+    with pytest.raises(InferenceUnavailable):
+        await client.infer(["a"])
+    assert (fake.metadata_calls, fake.calls) == (2, 0)
+    fake.metadata_failure = None
+    assert (await client.infer(["a"])).scores[0].harms == HARMS
+
+
+async def test_refused_metadata_scores_without_harms() -> None:
+    """A server that refuses to describe the model (a status that is not retried) is asked for
+    the required outputs only, and the call goes through."""
+    fake = FakeTriton(declared=WITH_HARMS, harms=HARMS)
+    fake.metadata_failure = "StatusCode.UNIMPLEMENTED"
+    client = await _client(fake)
+    result = await client.infer(["a"])
+    assert fake.asked == [list(MODEL_OUTPUTS)]
+    assert result.scores[0].harms is None
+    assert _state(_breaker(client)) is BreakerState.CLOSED
