@@ -286,8 +286,9 @@ class Rescanner:
         records: list[HistoryRecord],
         next_offsets: dict[int, int],
     ) -> None:
-        """Decide ``records`` again, compare, and (``apply``) store what changed; the report
-        and the offsets move forward in the same transaction."""
+        """Decide ``records`` again, compare, and (``apply``) keep what a person has and update
+        the rest with their review items; the report and the offsets move forward in the same
+        transaction."""
         reads = await self._read(plan, report, records)
         decided = await self._decide(plan, report, reads)
         before = report.as_json()
