@@ -112,6 +112,14 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
         "text",
         assignments="message_text = '', text_cleared_at = now()",
     ),
+    # Items a rescan closed (no person decided them) keep their text as long as resolved ones.
+    _Step(
+        "closed_review_texts_cleared",
+        "review_items",
+        "status = 'closed' AND text_cleared_at IS NULL AND closed_at < $1",
+        "text",
+        assignments="message_text = '', text_cleared_at = now()",
+    ),
     _Step("pending_texts", "pending_texts", "created_at < $1", "text"),
     _Step("dead_letters", "dead_letters", "created_at < $1", "dead_letters"),
     _Step("expired_strikes", "sender_strikes", "expires_at < $1", "expired_strikes"),

@@ -2,17 +2,21 @@
 
 The review service writes strikes when a moderator's decision finds a violation (weights in
 ``review.strikes``); the daemon reads the totals for a fetch's senders so the repeat-offender
-rule sees them. A strike counts until its ``expires_at``; totals span every group.
+rule sees them. A strike counts until its ``expires_at``; totals span every group. A rescan
+reads the totals as they stood when each message was sent (:func:`strikes_as_of`: the strikes
+given before then and not yet expired then), as far as the history kept allows (``modstream
+retention`` deletes strikes some time after they expire).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 import asyncpg
 
-__all__ = ["active_strikes"]
+__all__ = ["active_strikes", "strikes_as_of"]
 
 
 async def active_strikes(
@@ -30,3 +34,24 @@ async def active_strikes(
     for row in rows:
         totals[row["sender_id"]] = row["total"]
     return totals
+
+
+_AS_OF = """
+SELECT x.n, COALESCE(sum(s.weight), 0)::integer AS total
+FROM unnest($1::text[], $2::timestamptz[]) WITH ORDINALITY AS x(sender_id, at, n)
+LEFT JOIN sender_strikes s
+       ON s.sender_id = x.sender_id AND s.created_at <= x.at AND s.expires_at > x.at
+GROUP BY x.n
+"""
+
+
+async def strikes_as_of(
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], moments: Sequence[tuple[str, datetime]]
+) -> list[int]:
+    """Each ``(sender_id, at)``'s strike total at ``at``, in order: strikes given at or before
+    ``at`` that had not expired by then."""
+    if not moments:
+        return []
+    rows = await conn.fetch(_AS_OF, [s for s, _ in moments], [at for _, at in moments])
+    totals = {int(r["n"]): int(r["total"]) for r in rows}
+    return [totals.get(n, 0) for n in range(1, len(moments) + 1)]

@@ -69,9 +69,12 @@ if TYPE_CHECKING:
 Conn: TypeAlias = "asyncpg.Connection[Any] | PoolConnectionProxy[Any]"
 """A plain connection or one borrowed from a pool."""
 
-# A claim counts only while it has not expired.
+# A claim counts only while it has not expired. An item is finished when a person resolved it or
+# a rescan closed it (its verdict no longer escalated); finished items leave every queue.
 _LIVE_CLAIM = "(r.status = 'claimed' AND r.claim_expires_at > now())"
-_AVAILABLE = f"(r.status <> 'resolved' AND NOT {_LIVE_CLAIM})"
+_UNFINISHED = "(r.status IN ('open', 'claimed'))"
+_AVAILABLE = f"({_UNFINISHED} AND NOT {_LIVE_CLAIM})"
+_FINISHED = ("resolved", "closed")
 
 # The highest harmful probability the model gave (0 when no model scored the message), the
 # harms included when the model had that output (absent keys read 0).
@@ -171,7 +174,7 @@ class ReviewQueue:
 
     async def list_items(self, user: User, flt: QueueFilter) -> list[QueueItem]:
         """Open items (and live claims when asked) the user may work, best first."""
-        status_cond = "r.status <> 'resolved'" if flt.include_claimed else _AVAILABLE
+        status_cond = _UNFINISHED if flt.include_claimed else _AVAILABLE
         sql = f"""
             SELECT r.public_id::text AS id, r.queue, r.category, r.group_id, r.sender_id,
                    r.message_id, r.priority, r.created_at, r.sent_at,
@@ -195,7 +198,7 @@ class ReviewQueue:
                    count(*) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
                    count(*) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed
             FROM review_items r
-            WHERE r.status <> 'resolved' AND {_member(1, 2)}
+            WHERE {_UNFINISHED} AND {_member(1, 2)}
             GROUP BY r.queue, r.category
             ORDER BY r.queue DESC, r.category NULLS LAST""",  # noqa: S608
             user.queues,
@@ -213,7 +216,7 @@ class ReviewQueue:
                    COALESCE(EXTRACT(EPOCH FROM now() - min(r.created_at)), 0)::double precision
                        AS oldest_age_s
             FROM unnest($1::text[]) AS q(queue)
-                LEFT JOIN review_items r ON r.queue = q.queue AND r.status <> 'resolved'
+                LEFT JOIN review_items r ON r.queue = q.queue AND {_UNFINISHED}
             GROUP BY q.queue
             ORDER BY q.queue""",  # noqa: S608
             list(QUEUES),
@@ -281,8 +284,8 @@ class ReviewQueue:
                 raise ItemNotFoundError(f"review item {public_id} does not exist")
             if not user.works(row["queue"], row["category"]):
                 raise _outside(str(public_id), row["queue"], row["category"])
-            if row["status"] == "resolved":
-                raise ItemResolvedError(f"item {public_id} is already resolved")
+            if row["status"] in _FINISHED:
+                raise ItemResolvedError(f"item {public_id} is already {row['status']}")
             mine = row["live"] and row["claimed_by"] == user.name
             if row["live"] and not mine:
                 raise ItemClaimedError(f"item {public_id} is claimed by someone else")
@@ -329,8 +332,8 @@ class ReviewQueue:
             raise ItemNotFoundError(f"review item {public_id} does not exist")
         if not user.works(row["queue"], row["category"]):
             raise _outside(str(public_id), row["queue"], row["category"])
-        if row["status"] == "resolved":
-            raise ItemResolvedError(f"item {public_id} is already resolved")
+        if row["status"] in _FINISHED:
+            raise ItemResolvedError(f"item {public_id} is already {row['status']}")
         if not (row["live"] and row["claimed_by"] == user.name):
             raise ClaimRequiredError(f"claim item {public_id} first (a claim may have expired)")
         locked: asyncpg.Record = row

@@ -254,6 +254,15 @@ class Metrics:
             ["threshold"],
             registry=r,
         )
+        self.rescan_kept_total = Counter(
+            "modstream_rescan_kept_total",
+            "Verdicts a person decided (or holds) that an applied rescan left as they are, with "
+            "what it would now decide recorded beside them; would = same or different.",
+            ["would"],
+            registry=r,
+        )
+        for would in ("same", "different"):
+            self.rescan_kept_total.labels(would)
         self.shadow_scored_total = Counter(
             "modstream_shadow_scored_total",
             "Messages the shadow model scored and stored in shadow_verdicts (never acted on).",

@@ -530,7 +530,8 @@ def build_rescan(
 ) -> RescanParts:
     """The rescan of ``topic`` (default the input topic) with ``model_name`` at
     ``model_version`` (``""``: the server's latest), reading at most ``rate`` records a second
-    in batches of ``batch_items``; the rules, policy and strikes are the live worker's."""
+    in batches of ``batch_items``; the rules and policy are the live worker's, the strikes as
+    they stood when each message was sent."""
     triton = settings.triton.model_copy(
         update={"model_name": model_name, "model_version": model_version, "shadow_model_name": ""}
     )
@@ -542,7 +543,7 @@ def build_rescan(
         store=RescanStore(parts.database),
         inference=parts.inference,
         rules=parts.rules,
-        strikes=parts.strikes,
+        strikes=StrikeStore(parts.database),
         policy=parts.policy,
         publisher=parts.publisher,
         outbox=parts.outbox,
@@ -559,6 +560,7 @@ def build_rescan(
             batch_items=settings.reliability.outbox_batch_items,
         ),
         failpoints=Failpoints(settings.failpoint, names=RESCAN_FAILPOINT_NAMES),
+        metrics=parts.metrics,
     )
     return RescanParts(moderation=parts, history=history, rescanner=rescanner)
 

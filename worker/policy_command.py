@@ -1,18 +1,26 @@
-"""``modstream policy calibrate`` and ``modstream policy check``: thresholds learnt from the
-moderators' decisions, written as the policy file the worker and the online service hot-reload.
+"""``modstream policy calibrate``, ``policy apply`` and ``policy check``: thresholds learnt from
+the moderators' decisions, proposed, then made live by an admin.
 
 ``calibrate`` reads the review items moderators resolved in the window (``--since 30d``, up to
 now) with the scores of the verdicts they reviewed, through the analysts' views (an analyst
 login is enough: ``MODSTREAM_POSTGRES__DSN``), only verdicts of ``--model NAME[:VERSION]`` (by
-default the configured ``triton.model_name``, any version). For each category with a model
-threshold it proposes the lowest flag threshold whose precision against the moderators reaches
+default the configured ``triton.model_name``, any version; a rescan's scores recorded beside a
+decided verdict count for the rescan's model). For each category with a model threshold it
+proposes the lowest flag threshold whose precision against the moderators reaches
 ``--target-precision``, with its sample size and confidence intervals
 (``pipelines.calibration``), and refuses a category with fewer than ``--min-decisions``
 decisions. It prints the report, saves it as JSON (``--report``, beside ``--out`` by default)
-and, when a category got a threshold, writes ``--out`` (atomically, so a watching service
-never reads half a file): the keys already in that file, with the proposed thresholds in place
-of theirs. A refused category keeps its current value. Exit 0 when the file was written, 1
-when every category was refused, 2 for arguments or a policy that cannot be used.
+and, when a category got a threshold, writes the proposal ``--out`` (default
+``policy.proposal.toml``; never the live policy file, which it refuses): the keys of the live
+file, with the proposed thresholds in place of theirs. A refused category keeps its current
+value. No service reads a proposal. Exit 0 when the proposal was written, 1 when every category
+was refused, 2 for arguments or a policy that cannot be used.
+
+``apply PROPOSAL`` (an admin; ``worker.policy_apply``) validates the proposal, records who
+applied it and when, and writes it as the live policy file (``policy_file.path``, or ``--to``),
+which the running services reload. The admin's API token is read from standard input (a prompt
+on a terminal), never from an argument. Exit 0 applied, 2 the proposal or arguments refused, 3
+the token is not an enabled admin's, 4 PostgreSQL failed; in every case but 0 nothing changed.
 
 ``check FILE`` loads a policy file as the services would (over the configured ``policy``) and
 prints the thresholds it gives, or why it is refused (exit 2).
@@ -23,7 +31,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
-import os
+import getpass
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -42,14 +50,18 @@ from pipelines.policy_file import (
     render_policy,
 )
 from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
+from worker.policy_apply import apply_proposal, read_proposal, write_atomically
 from worker.settings import WorkerSettings
 from worker.stores.database import Database, StoreError
 from worker.stores.moderator_decisions import ModeratorDecisionStore
+from worker.stores.policy_applications import NotAnAdmin, PolicyApplicationStore
 
-__all__ = ["calibrate", "register"]
+__all__ = ["apply", "calibrate", "register"]
 
 _EXIT_REFUSED = 1
 _EXIT_UNUSABLE = 2
+_EXIT_NOT_ADMIN = 3
+_EXIT_STORE = 4
 
 
 def _current(settings: WorkerSettings) -> PolicyThresholds:
@@ -58,14 +70,24 @@ def _current(settings: WorkerSettings) -> PolicyThresholds:
     return load_policy_file(path, settings.policy) if path is not None else settings.policy
 
 
-def _existing_values(out: Path) -> dict[str, float]:
-    """The keys the output file already sets (kept unless calibrated); none if it is absent."""
-    if not out.exists():
+def _live_values(live: Path | None) -> dict[str, float]:
+    """The keys the live policy file sets (kept in a proposal unless calibrated); none if there
+    is no live file."""
+    if live is None or not live.exists():
         return {}
     try:
-        return policy_values(out.read_text(encoding="utf-8"))
+        return policy_values(live.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise PolicyFileError(f"cannot read {out}: {type(exc).__name__}") from exc
+        raise PolicyFileError(f"cannot read {live}: {type(exc).__name__}") from exc
+
+
+def _not_live(out: Path, live: Path | None) -> None:
+    """Refuse to write a proposal over the live policy file (it goes live through ``apply``)."""
+    if live is not None and out.resolve() == live.resolve():
+        raise ArgumentError(
+            f"--out {out} is the live policy file: write a proposal elsewhere, then apply it "
+            "with modstream policy apply"
+        )
 
 
 def _within_policy(proposal: Proposal, current: PolicyThresholds) -> Proposal:
@@ -77,12 +99,6 @@ def _within_policy(proposal: Proposal, current: PolicyThresholds) -> Proposal:
     except PolicyConfigError as exc:
         return dataclasses.replace(proposal, threshold=None, refused=str(exc))
     return proposal
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    staged = path.with_name(f".{path.name}.tmp")
-    staged.write_text(text, encoding="utf-8")
-    os.replace(staged, path)
 
 
 async def calibrate(
@@ -97,10 +113,10 @@ async def calibrate(
     out: Path,
     resamples: int = 1000,
 ) -> dict[str, Any]:
-    """Calibrate, write ``out`` when a category got a threshold; the report (also what was
-    written, under ``written``)."""
+    """Calibrate, write the proposal ``out`` when a category got a threshold; the report."""
+    _not_live(out, settings.policy_file.path)
     current = _current(settings)
-    existing = _existing_values(out)
+    existing = _live_values(settings.policy_file.path)
     # What the written file will give before its calibrated keys: the keys it already has,
     # over the configured thresholds (a proposal must fit with those, e.g. stay below a block).
     written_base = parse_policy(render_policy(existing), settings.policy)
@@ -127,7 +143,8 @@ async def calibrate(
     accepted = {p.field: p.threshold for p in proposals if p.threshold is not None}
     values = {**existing, **accepted}
     comments = [
-        f"written by modstream policy calibrate at {until.isoformat()}",
+        f"proposed by modstream policy calibrate at {until.isoformat()}; "
+        "an admin makes it live with: modstream policy apply FILE",
         f"from {len(decisions)} moderator decisions resolved since {since.isoformat()} "
         f"on verdicts of {name}{':' + version if version else ' (any version)'}, "
         f"target precision {target_precision:g}, confidence {confidence:g}",
@@ -137,7 +154,7 @@ async def calibrate(
     thresholds = parse_policy(text, settings.policy)  # what the services will load
     written = bool(accepted)
     if written:
-        _write_atomically(out, text)
+        write_atomically(out, text)
     return {
         "generated_at": until.isoformat(),
         "since": since.isoformat(),
@@ -151,7 +168,7 @@ async def calibrate(
         "current": dataclasses.asdict(current),
         "proposals": [p.as_dict() for p in proposals],
         "thresholds": dataclasses.asdict(thresholds) if written else None,
-        "policy_file": str(out) if written else None,
+        "proposal": str(out) if written else None,
     }
 
 
@@ -224,11 +241,70 @@ def _run_calibrate(args: argparse.Namespace) -> int:
         return _EXIT_UNUSABLE
     report_path.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
     print("\n".join(report_lines(report)))
-    if report["policy_file"] is None:
+    if report["proposal"] is None:
         print(f"every category refused: {out} not written; report saved to {report_path}")
         return _EXIT_REFUSED
     calibrated = [p["field"] for p in report["proposals"] if p["threshold"] is not None]
-    print(f"wrote {out} ({', '.join(calibrated)}); report saved to {report_path}")
+    print(
+        f"wrote the proposal {out} ({', '.join(calibrated)}); report saved to {report_path}; "
+        f"an admin makes it live with: modstream policy apply {out}"
+    )
+    return 0
+
+
+async def apply(settings: WorkerSettings, proposal: Path, target: Path | None, token: str) -> str:
+    """Apply ``proposal`` to ``target`` (default ``policy_file.path``) as the admin whose API
+    ``token`` this is; what to print."""
+    live = target or settings.policy_file.path
+    if live is None:
+        raise ArgumentError(
+            "no live policy file: set MODSTREAM_POLICY_FILE__PATH (as the services do) or --to"
+        )
+    loaded = read_proposal(proposal, settings.policy)
+    if not token:
+        raise ArgumentError("no API token given (standard input)")
+    async with Database(settings.postgres) as database:
+        applied = await apply_proposal(
+            loaded,
+            target=live,
+            base=settings.policy,
+            token=token,
+            store=PolicyApplicationStore(database),
+        )
+    return (
+        f"applied {proposal} (sha256 {loaded.sha256}) to {live} as {applied.applied_by} "
+        f"at {applied.applied_at.isoformat()}"
+    )
+
+
+def _read_token() -> str:
+    """The admin's API token: prompted for on a terminal, else the first line of stdin."""
+    if sys.stdin.isatty():
+        return getpass.getpass("admin API token: ").strip()
+    return sys.stdin.readline().strip()
+
+
+def _run_apply(args: argparse.Namespace) -> int:
+    settings = WorkerSettings()
+    configure_logging(settings.log_level)
+    try:
+        token = _read_token()
+        line = asyncio.run(
+            apply(settings, Path(args.proposal), Path(args.to) if args.to else None, token)
+        )
+    except (ArgumentError, PolicyFileError) as exc:
+        print(f"modstream policy apply: refused: {exc}", file=sys.stderr)
+        return _EXIT_UNUSABLE
+    except NotAnAdmin as exc:
+        print(f"modstream policy apply: refused: {exc}", file=sys.stderr)
+        return _EXIT_NOT_ADMIN
+    except StoreError as exc:
+        print(f"modstream policy apply: PostgreSQL failed ({exc})", file=sys.stderr)
+        return _EXIT_STORE
+    except OSError as exc:
+        print(f"modstream policy apply: cannot write: {type(exc).__name__}", file=sys.stderr)
+        return _EXIT_UNUSABLE
+    print(line)
     return 0
 
 
@@ -246,12 +322,12 @@ def _run_check(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     policy = subparsers.add_parser(
-        "policy", help="the policy file: thresholds learnt from moderators, checked"
+        "policy", help="the policy file: thresholds learnt from moderators, applied, checked"
     )
     commands = policy.add_subparsers(dest="policy_command", required=True, metavar="COMMAND")
     calibrate_parser = commands.add_parser(
         "calibrate",
-        help="propose per-category flag thresholds from moderators' decisions, write them",
+        help="propose per-category flag thresholds from moderators' decisions (a proposal file)",
     )
     calibrate_parser.add_argument(
         "--since", default="30d", help="decisions resolved since (30d, 12h, or ISO-8601)"
@@ -278,12 +354,23 @@ def register(subparsers: Any) -> None:
         "--model", default=None, help="NAME[:VERSION] of the scored verdicts (default: live)"
     )
     calibrate_parser.add_argument(
-        "--out", default="policy.toml", help="the policy file to write (default policy.toml)"
+        "--out",
+        default="policy.proposal.toml",
+        help="the proposal to write, never the live file (default policy.proposal.toml)",
     )
     calibrate_parser.add_argument(
         "--report", default=None, help="where to save the JSON report (default beside --out)"
     )
     calibrate_parser.set_defaults(handler=_run_calibrate)
+    apply_parser = commands.add_parser(
+        "apply",
+        help="make a proposal the live policy file (an admin; API token on standard input)",
+    )
+    apply_parser.add_argument("proposal", help="the proposal file (from policy calibrate)")
+    apply_parser.add_argument(
+        "--to", default=None, help="the live policy file (default: policy_file.path)"
+    )
+    apply_parser.set_defaults(handler=_run_apply)
     check = commands.add_parser("check", help="load a policy file as the services would")
     check.add_argument("file", help="the policy file")
     check.set_defaults(handler=_run_check)

@@ -6,15 +6,25 @@ way the live worker does (strikes, the current rules, the chosen model, the curr
 ``make_verdict``) and compares the new decision with the stored verdict. What changed is
 counted by category and direction with example message ids (``worker.rescan_report``).
 
-With ``apply`` each batch's changed verdicts are updated in place, with the model, its
-version, the rescan id and the time, and their new review items opened, in ONE transaction
-that also moves the rescan's per-partition offsets and saves its report
-(``worker.stores.rescans``); the updated verdicts are then published to the verdict topic
-(``published = false`` until they are: what a crash left unpublished is sent by this rescan's
-own relay when it resumes, or by the live workers' outbox relay). A rescan that stops anywhere
-resumes from its last committed batch: nothing is applied twice (the checkpoint moves with the
-update, and the update skips a verdict that already carries this rescan's id). A dry run
-checkpoints its report the same way.
+A person's decision stands (``worker.rescan_review``): a verdict whose review item a moderator
+resolved, holds a live claim on, or sent to the admins is never changed; what the rescan would
+now decide is counted (``kept``, ``kept_differs``) and, with ``apply``, recorded beside it (the
+``rescan_*`` columns, for analysts) and counted in ``modstream_rescan_kept_total``. A change is
+counted only among the other verdicts.
+
+With ``apply`` each batch's verdicts that no person has are updated in place with the model, its
+version, the rescan id and the time, changed or not (so every verdict a rescan read names the
+model that decided it); their review items follow (closed with a system event when no longer
+escalated, reopened or opened when escalated), in ONE transaction that also moves the rescan's
+per-partition offsets and saves its report (``worker.stores.rescans``); the changed verdicts are
+then published to the verdict topic (``published = false`` until they are: what a crash left
+unpublished is sent by this rescan's own relay when it resumes, or by the live workers' outbox
+relay). A rescan that stops anywhere resumes from its last committed batch: nothing is applied
+twice (the checkpoint moves with the update, and the update skips a verdict that already carries
+this rescan's id). A dry run checkpoints its report the same way.
+
+Strikes are read as they stood when each message was sent (``common.strikes.strikes_as_of``),
+not as they stand today.
 
 It shares the model and PostgreSQL with live traffic, so it is throttled (a token bucket per
 record read, ``worker.throttle``) and reads from no consumer group. When the model is away it
@@ -42,9 +52,9 @@ from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
-from worker.consume import Strikes
 from worker.failpoints import Failpoints
 from worker.inference import InferenceResult, InferenceUnavailable
+from worker.metrics import Metrics
 from worker.policy_stage import CurrentPolicy
 from worker.refusals import Refused, Scored, score_or_refuse
 from worker.rescan_plan import (
@@ -56,9 +66,10 @@ from worker.rescan_plan import (
     StoredDecision,
 )
 from worker.rescan_report import RescanReport, direction
+from worker.rescan_review import AppliedBatch, Redecided
 from worker.rule_stage import RuleStage
+from worker.sender_strikes import with_strikes
 from worker.stores.database import StoreError
-from worker.stores.review_items import Escalation
 from worker.throttle import TokenBucket
 from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
@@ -98,13 +109,19 @@ class Store(Protocol):
         rescan_id: uuid.UUID,
         *,
         next_offsets: dict[int, int],
-        report: Callable[[set[SourcePosition]], dict[str, Any]],
-        changed: Sequence[Verdict] = (),
-        escalations: Sequence[Escalation] = (),
+        report: Callable[[AppliedBatch], dict[str, Any]],
+        decided: Sequence[Redecided] = (),
+        model: str = "",
         finished: bool = False,
-    ) -> set[SourcePosition]: ...
+    ) -> AppliedBatch: ...
 
     async def count_expired(self, plan: RescanPlan, gone: Sequence[OffsetRange]) -> int: ...
+
+
+class StrikeHistory(Protocol):
+    """Strike totals as they stood at a moment (``worker.stores.strikes.StrikeStore``)."""
+
+    async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]: ...
 
 
 class _Inference(Protocol):
@@ -144,7 +161,7 @@ class Rescanner:
         store: Store,
         inference: _Inference,
         rules: RuleStage,
-        strikes: Strikes,
+        strikes: StrikeHistory,
         policy: CurrentPolicy,
         publisher: RecordPublisher,
         outbox: PublishedMarker[VerdictRowKey],
@@ -155,6 +172,7 @@ class Rescanner:
         relay: _Relay | None = None,
         failpoints: Failpoints | None = None,
         unavailable_wait_s: float = 120.0,
+        metrics: Metrics | None = None,
     ) -> None:
         self._history = history
         self._store = store
@@ -169,6 +187,7 @@ class Rescanner:
         self._relay = relay
         self._failpoints = failpoints or Failpoints(None)
         self._unavailable_wait_s = unavailable_wait_s
+        self._metrics = metrics
 
     async def plan(self, request: RescanRequest) -> RescanPlan:
         """A new rescan of ``request``'s window: its offsets per partition, stored; verdicts
@@ -267,28 +286,36 @@ class Rescanner:
         records: list[HistoryRecord],
         next_offsets: dict[int, int],
     ) -> None:
-        """Decide ``records`` again, compare, and (``apply``) store what changed; the report
-        and the offsets move forward in the same transaction."""
+        """Decide ``records`` again, compare, and (``apply``) keep what a person has and update
+        the rest with their review items; the report and the offsets move forward in the same
+        transaction."""
         reads = await self._read(plan, report, records)
-        changed, escalations = await self._decide(plan, report, reads)
+        decided = await self._decide(plan, report, reads)
         before = report.as_json()
 
-        def saved(updated: set[SourcePosition]) -> dict[str, Any]:
+        def saved(applied: AppliedBatch) -> dict[str, Any]:
             after = RescanReport.from_json(before)
-            after.applied += len(updated)
+            after.add_applied(applied)
             return after.as_json()
 
-        updated = await self._store.commit_batch(
+        applied = await self._store.commit_batch(
             plan.rescan_id,
             next_offsets=next_offsets,
             report=saved,
-            changed=changed if plan.apply else (),
-            escalations=escalations if plan.apply else (),
+            decided=decided if plan.apply else (),
+            model=f"{plan.model_name}:{plan.model_version}"
+            if plan.model_version
+            else plan.model_name,
         )
-        report.applied += len(updated)
+        report.add_applied(applied)
+        if self._metrics is not None:
+            self._metrics.rescan_kept_total.labels("different").inc(applied.kept_differs)
+            self._metrics.rescan_kept_total.labels("same").inc(applied.kept - applied.kept_differs)
         self._failpoints.hit("rescan_after_commit")
-        if updated:
-            await self._publish([v for v in changed if v.position in updated])
+        if applied.updated:
+            await self._publish(
+                [d.verdict for d in decided if d.verdict.position in applied.updated]
+            )
 
     async def _read(
         self, plan: RescanPlan, report: RescanReport, records: list[HistoryRecord]
@@ -310,23 +337,26 @@ class Rescanner:
             plan.topic,
             [(SourcePosition(plan.topic, r.partition, r.offset), m.sent_at) for r, m in messages],
         )
-        await self._strikes.prefetch(m.sender_id for _, m in messages)
+        found_at = [
+            (r, m, stored.get(SourcePosition(plan.topic, r.partition, r.offset)))
+            for r, m in messages
+        ]
+        report.no_verdict += sum(1 for _, _, found in found_at if found is None)
+        known = [(r, m, found) for r, m, found in found_at if found is not None]
+        # The strikes the sender had when the message was sent, not today's.
+        totals = await self._strikes.strikes_at([(m.sender_id, m.sent_at) for _, m, _ in known])
         reads = []
-        for record, message in messages:
-            found = stored.get(SourcePosition(plan.topic, record.partition, record.offset))
-            if found is None:
-                report.no_verdict += 1
-                continue
-            enriched = self._strikes.enrich(message)
+        for (record, message, found), strikes in zip(known, totals, strict=True):
+            enriched = with_strikes(message, strikes)
             outcome, model_text = self._rules.evaluate(enriched)
             reads.append(_Read(record, enriched, outcome, model_text, found))
         return reads
 
     async def _decide(
         self, plan: RescanPlan, report: RescanReport, reads: list[_Read]
-    ) -> tuple[list[Verdict], list[Escalation]]:
-        """New verdicts for ``reads`` (rule blocks without the model); those that differ from
-        the stored decision, and their escalations."""
+    ) -> list[Redecided]:
+        """New verdicts for ``reads`` (rule blocks without the model), compared with the stored
+        decisions: a verdict a person has is counted as kept, any other as changed or not."""
         to_score = [r for r in reads if not r.outcome.is_decisive]
         scored, refused = await self._score(plan, to_score)
         report.refused += len(refused)
@@ -339,21 +369,22 @@ class Rescanner:
             decided.append(
                 (item.item, self._verdict(plan, item.item, item.scores, item.run, thresholds))
             )
-        changed: list[Verdict] = []
-        escalations: list[Escalation] = []
+        redecided: list[Redecided] = []
         for read, verdict in decided:
             report.compared += 1
             old, new = read.stored, verdict.result
-            if old.decision == new.decision.value and old.escalated == new.escalate:
+            changed = old.decision != new.decision.value or old.escalated != new.escalate
+            redecided.append(Redecided(verdict, changed, read.message.text))
+            if old.review.stands:
+                report.kept += 1
+                report.kept_differs += int(changed)
+            elif not changed:
                 report.unchanged += 1
-                continue
-            category = new.category or old.category or "none"
-            moved = direction(old.decision, old.escalated, new.decision.value, new.escalate)
-            report.add_change(category, moved, read.message.message_id)
-            changed.append(verdict)
-            if new.escalate:
-                escalations.append(Escalation(verdict, read.message.text))
-        return changed, escalations
+            else:
+                category = new.category or old.category or "none"
+                moved = direction(old.decision, old.escalated, new.decision.value, new.escalate)
+                report.add_change(category, moved, read.message.message_id)
+        return redecided
 
     def _verdict(
         self,

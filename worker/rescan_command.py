@@ -6,7 +6,9 @@
 The first line printed is ``rescan_id=…`` (what ``--resume`` takes). Progress goes to stderr:
 a bar on a terminal, one JSON line a second otherwise. The report follows on stdout (counts, then
 one line per category and direction with example message ids) and a last line
-``rescan_id=… finished=true changed=N applied=M``.
+``rescan_id=… finished=true changed=N applied=M kept=K``. With ``--metrics-port`` the process
+serves ``/metrics`` on ``http.host`` while it runs (among them ``modstream_rescan_kept_total``,
+the decided verdicts it left standing), for a Prometheus to scrape a long rescan.
 
 Exit codes: 0 finished; 2 a bad argument or an unknown rescan id; 4 stopped before the end (the
 model or PostgreSQL stayed away): run again with ``--resume``.
@@ -27,6 +29,7 @@ import orjson
 
 from common.logs import configure_logging, get_logger
 from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
+from worker.http import HealthServer
 from worker.parts import build_rescan, stored_rescan
 from worker.rescan_plan import RescanNotFound, RescanRequest, RescanStopped
 from worker.rescan_report import RescanReport
@@ -136,6 +139,12 @@ async def _rescan(args: argparse.Namespace, settings: WorkerSettings) -> int:
     )
     progress = ProgressPrinter(sys.stderr)
     async with AsyncExitStack() as stack:
+        if args.metrics_port is not None:
+            metrics = HealthServer(
+                settings.http.host, int(args.metrics_port), parts.moderation.metrics, _running
+            )
+            await metrics.start()
+            stack.push_async_callback(metrics.stop)
         await parts.open(stack, ready_timeout_s=float(args.wait_ready_s))
         if plan is None:
             assert request is not None
@@ -146,9 +155,15 @@ async def _rescan(args: argparse.Namespace, settings: WorkerSettings) -> int:
     print(report.render())
     print(
         f"rescan_id={plan.rescan_id} finished=true apply={str(plan.apply).lower()} "
-        f"changed={report.changed} applied={report.applied} expired={report.expired}"
+        f"changed={report.changed} applied={report.applied} expired={report.expired} "
+        f"kept={report.kept}"
     )
     return 0
+
+
+def _running() -> tuple[bool, str]:
+    """``/readyz`` of a rescan: ready while it runs."""
+    return True, "rescanning"
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -210,5 +225,11 @@ def register(subparsers: Any) -> None:
         type=_positive(float),
         default=60.0,
         help="how long to wait for the model to be ready (default 60)",
+    )
+    rescan.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve /metrics on http.host at this port while the rescan runs (default: none)",
     )
     rescan.set_defaults(handler=_run)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from worker.errors import WorkerError
+from worker.rescan_review import ReviewState
 
 __all__ = [
     "HistoryRecord",
@@ -98,3 +99,5 @@ class StoredDecision:
     escalated: bool
     category: str | None
     message_id: str
+    review: ReviewState = ReviewState.NONE
+    """Where its review item stands as read (an applied batch reads it again, locked)."""

@@ -1,8 +1,10 @@
 """What a rescan found: how many messages it read and compared, and which decisions changed.
 
 A decision *changes* when the new verdict's decision or its escalation differs from the stored
-one. Changes are counted per category (the new verdict's, or the stored one's where the new
-verdict has none) and direction, written ``old->new`` with ``+review`` on an escalated side
+one; a verdict a person has (``worker.rescan_review``) is never changed: it is counted as
+``kept`` (and ``kept_differs`` when the rescan would decide it differently). Changes are
+counted per category (the new verdict's, or the stored one's where the new verdict has none)
+and direction, written ``old->new`` with ``+review`` on an escalated side
 (``allow->flag+review``), each with up to :data:`EXAMPLES` message ids. The report is kept in
 ``rescans.report`` as JSON (:meth:`RescanReport.as_json` / :meth:`RescanReport.from_json`), so
 a resumed rescan goes on counting where it stopped.
@@ -13,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from worker.rescan_review import AppliedBatch
 
 __all__ = ["EXAMPLES", "RescanReport", "direction"]
 
@@ -25,7 +29,12 @@ _COUNTERS = (
     "compared",
     "unchanged",
     "changed",
+    "kept",
+    "kept_differs",
     "applied",
+    "stamped",
+    "closed",
+    "opened",
     "no_verdict",
     "undecodable",
     "refused",
@@ -42,7 +51,7 @@ def direction(old: str, old_escalated: bool, new: str, new_escalated: bool) -> s
 @dataclass(slots=True)
 class RescanReport:
     """Counts of one rescan; every record of the window lands in exactly one of ``compared``
-    (then ``unchanged`` or ``changed``), ``no_verdict``, ``undecodable``, ``refused`` or
+    (then ``unchanged``, ``changed`` or ``kept``), ``no_verdict``, ``undecodable``, ``refused`` or
     ``other_groups``; ``expired`` counts verdicts whose records have left the topic."""
 
     window: int = 0
@@ -52,8 +61,19 @@ class RescanReport:
     compared: int = 0
     unchanged: int = 0
     changed: int = 0
+    kept: int = 0
+    """Verdicts a person decided or holds (as read): never changed, whatever the rescan says."""
+    kept_differs: int = 0
+    """Of ``kept``, those the rescan would decide differently."""
     applied: int = 0
-    """Changed verdicts updated in PostgreSQL (``--apply`` only)."""
+    """Changed verdicts updated in PostgreSQL (``--apply`` only; this and the three below
+    count what each batch's transaction did)."""
+    stamped: int = 0
+    """Verdicts updated in place with the rescan's model and id, changed or not."""
+    closed: int = 0
+    """Review items closed because their verdict is no longer escalated."""
+    opened: int = 0
+    """Review items opened (or reopened) for new escalations."""
     no_verdict: int = 0
     """Records with no stored verdict (dead letters, or not decided yet by the live worker)."""
     undecodable: int = 0
@@ -72,6 +92,13 @@ class RescanReport:
         ids = self.examples.setdefault(category, {}).setdefault(moved, [])
         if len(ids) < EXAMPLES:
             ids.append(message_id)
+
+    def add_applied(self, applied: AppliedBatch) -> None:
+        """Count what one batch's transaction applied."""
+        self.applied += len(applied.updated)
+        self.stamped += applied.stamped
+        self.closed += applied.closed
+        self.opened += applied.opened
 
     def counts(self) -> dict[str, int]:
         """The counters alone (for log lines and progress)."""
@@ -98,7 +125,9 @@ class RescanReport:
         """The report as a person reads it (counts, then one line per category and direction)."""
         lines = [
             f"read={self.read} compared={self.compared} changed={self.changed} "
-            f"applied={self.applied} unchanged={self.unchanged} no_verdict={self.no_verdict} "
+            f"applied={self.applied} unchanged={self.unchanged} kept={self.kept} "
+            f"kept_differs={self.kept_differs} stamped={self.stamped} closed={self.closed} "
+            f"opened={self.opened} no_verdict={self.no_verdict} "
             f"undecodable={self.undecodable} refused={self.refused} "
             f"other_groups={self.other_groups} expired={self.expired}"
         ]

@@ -18,7 +18,7 @@ from typing import Protocol
 from common.logs import get_logger
 from pipelines.messages import ChatMessage
 
-__all__ = ["StrikeCache", "StrikeSource"]
+__all__ = ["StrikeCache", "StrikeSource", "with_strikes"]
 
 _log = get_logger(__name__)
 METADATA_KEY = "sender_strikes"
@@ -69,10 +69,16 @@ class StrikeCache:
     def enrich(self, message: ChatMessage) -> ChatMessage:
         """The message with ``metadata.sender_strikes`` raised to the stored total, if higher."""
         entry = self._entries.get(message.sender_id)
-        if entry is None or entry[1] <= 0:
-            return message
-        sent = message.metadata.get(METADATA_KEY)
-        if isinstance(sent, int) and not isinstance(sent, bool) and sent >= entry[1]:
-            return message
-        metadata = {**message.metadata, METADATA_KEY: entry[1]}
-        return dataclasses.replace(message, metadata=metadata)
+        return message if entry is None else with_strikes(message, entry[1])
+
+
+def with_strikes(message: ChatMessage, total: int) -> ChatMessage:
+    """``message`` with ``metadata.sender_strikes`` raised to ``total`` (the stored strikes),
+    unless the value the platform sent is already as high."""
+    if total <= 0:
+        return message
+    sent = message.metadata.get(METADATA_KEY)
+    if isinstance(sent, int) and not isinstance(sent, bool) and sent >= total:
+        return message
+    metadata = {**message.metadata, METADATA_KEY: total}
+    return dataclasses.replace(message, metadata=metadata)

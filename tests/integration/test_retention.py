@@ -96,6 +96,29 @@ async def test_text_and_ledgers_are_pruned_after_their_periods() -> None:
             await conn.close()
 
 
+async def test_the_text_of_items_a_rescan_closed_is_cleared_like_resolved_ones() -> None:
+    """An item a rescan closed long ago loses its text (row kept); one closed lately keeps it."""
+    async with temporary_database(ServiceSettings(), prefix="modstream_test_retention") as s:
+        conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+        try:
+            for offset, closed in ((1, OLD), (2, RECENT)):
+                await _item(conn, offset, "open", None)
+                await conn.execute(
+                    "UPDATE review_items SET status = 'closed', closed_at = $2 "
+                    "WHERE source_offset = $1",
+                    offset,
+                    closed,
+                )
+            report = await apply_retention(conn, timedelta(days=90), periods=RetentionPeriods())
+            texts = dict(
+                await conn.fetch("SELECT source_offset, message_text FROM review_items ORDER BY 1")
+            )
+            assert texts == {1: "", 2: "the words"}
+            assert report.ledgers["closed_review_texts_cleared"] == 1
+        finally:
+            await conn.close()
+
+
 async def test_unpublished_decisions_are_never_pruned() -> None:
     """Published decision-outbox rows go after --keep-outbox; unpublished ones stay, however old."""
     async with temporary_database(ServiceSettings(), prefix="modstream_test_retention") as s:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -397,6 +398,29 @@ async def test_release_returns_item_and_is_audited(
     ]
     assert (await client.post("/api/queue/claim-next", headers=other)).status_code == 200
     assert (await client.post("/api/queue/claim-next", headers=mine)).status_code == 204
+
+
+async def test_an_item_a_rescan_closed_leaves_the_queue_and_cannot_be_claimed(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """A closed item (its verdict no longer escalated) is neither listed, counted nor claimable;
+    the open one beside it still is."""
+    headers = _auth(await _token(pool, "mod"))
+    closed = await seed(pool)
+    still_open = await seed(pool)
+    await pool.execute(
+        "UPDATE review_items SET status = 'closed', closed_at = now() WHERE public_id = $1",
+        uuid.UUID(closed),
+    )
+    listed = (await client.get("/api/queue?include_claimed=true", headers=headers)).json()
+    assert [i["id"] for i in listed] == [still_open]
+    counts = (await client.get("/api/queue/counts", headers=headers)).json()
+    assert sum(c["open"] + c["claimed"] for c in counts) == 1
+    refused = await client.post(f"/api/items/{closed}/claim", headers=headers)
+    assert refused.status_code == 409
+    assert refused.json()["error"] == "item_resolved"
+    taken = (await client.post("/api/queue/claim-next", headers=headers)).json()
+    assert taken["item_id"] == still_open
 
 
 async def test_decide_writes_audit_strike_and_publishes(

@@ -167,6 +167,23 @@ async def test_claim_decide_and_audit_through_the_console(
     assert resolution == "warn"
 
 
+async def test_an_item_a_rescan_closed_says_so_and_offers_no_claim(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """A closed item's page says a rescan closed it and has no claim or decide form."""
+    item_id = await _item(pool)
+    await pool.execute(
+        "UPDATE review_items SET status = 'closed', closed_at = now() WHERE public_id = $1",
+        item_id,
+    )
+    await _sign_in(client, pool, "kim")
+    page = await client.get(f"/console/items/{item_id}")
+    assert 'id="closed"' in page.text
+    assert "a rescan no longer escalates this message" in page.text
+    assert 'id="claim"' not in page.text
+    assert 'id="decide-form"' not in page.text
+
+
 async def test_sign_out_ends_the_session(
     client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
 ) -> None:

@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import secrets
 import shutil
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -40,9 +41,12 @@ from review.queue import ReviewQueue
 from review.schemas import Action, QueueFilter, Role
 from review.settings import ReviewSettings
 from tests.support import MemoryPublisher, temporary_database
+from worker.rescan_plan import OffsetRange, RescanPlan
+from worker.rescan_review import Redecided, ReviewState
 from worker.stores.database import Database
 from worker.stores.partitions import ensure_verdict_partitions
 from worker.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
+from worker.stores.rescans import RescanStore
 from worker.stores.review_items import Escalation
 from worker.stores.shadow_verdicts import ShadowVerdictStore
 from worker.stores.strikes import StrikeStore
@@ -181,6 +185,101 @@ async def test_worker_role_runs_its_whole_write_path(logins: Logins) -> None:
         assert await admin.fetchval("SELECT count(*) FROM rescore_rejections") == 1
         assert await admin.fetchval("SELECT count(*) FROM pending_texts") == 0
         assert await admin.fetchval("SELECT count(*) FROM shadow_verdicts") == 1
+    finally:
+        await admin.close()
+
+
+async def test_worker_role_applies_a_rescan_batch_around_decided_items(logins: Logins) -> None:
+    """As modstream_worker, a rescan reads the items' states and strikes as of a moment, keeps
+    the verdict whose item an admin resolved (the would-be beside it), updates the others,
+    closes the waiting item with a system event and opens one for a new escalation: through the
+    owner's functions only, the login still reading no item status itself."""
+    settings = PostgresSettings(dsn=SecretStr(logins.by_group["worker"]))
+    now = datetime.now(UTC)
+    held, waiting, fresh = (_verdict(o, now, DecidedBy.MODEL) for o in (11, 12, 13))
+    fresh = dataclasses.replace(
+        fresh, result=PolicyResult(Decision.ALLOW, DecidedBy.MODEL, False, None, 0.0, ())
+    )
+    async with Database(settings) as database:
+        await ensure_verdict_partitions(database)
+        await VerdictBatchStore(database, "roles-rescan").write(
+            VerdictBatch(
+                verdicts=[held, waiting, fresh],
+                escalations=[Escalation(held, "held text"), Escalation(waiting, "waiting text")],
+                dead_letters=[],
+                offsets={("roles.chat", 0): 14},
+            )
+        )
+    admin = await asyncpg.connect(logins.admin)
+    try:
+        await admin.execute(
+            "UPDATE review_items SET status = 'resolved', resolution = 'ban', resolved_by = 'a', "
+            "resolved_at = now() WHERE source_offset = 11"
+        )
+    finally:
+        await admin.close()
+    allow = PolicyResult(Decision.ALLOW, DecidedBy.MODEL, False, None, 0.0, ())
+    escalate = PolicyResult(Decision.FLAG, DecidedBy.MODEL, True, "spam", 0.6, ("grey_zone",))
+    plan = RescanPlan(
+        rescan_id=uuid.uuid4(),
+        topic="roles.chat",
+        group_id=None,
+        since=now - timedelta(hours=1),
+        until=now + timedelta(hours=1),
+        model_name="moderation",
+        model_version="2",
+        apply=True,
+        ranges=(OffsetRange(0, 11, 14),),
+        report={},
+    )
+    redecided = [
+        Redecided(dataclasses.replace(v, result=r, model_version="2"), True, "text")
+        for v, r in ((held, allow), (waiting, allow), (fresh, escalate))
+    ]
+    async with Database(settings) as database:
+        store = RescanStore(database)
+        await store.create(plan)
+        stored = await store.stored(
+            "roles.chat", [(v.position, now) for v in (held, waiting, fresh)]
+        )
+        assert [stored[v.position].review for v in (held, waiting, fresh)] == [
+            ReviewState.HELD,
+            ReviewState.WAITING,
+            ReviewState.NONE,
+        ]
+        applied = await store.commit_batch(
+            plan.rescan_id,
+            next_offsets={0: 14},
+            report=lambda _: {},
+            decided=redecided,
+            model="moderation:2",
+        )
+        assert applied.updated == {waiting.position, fresh.position}
+        assert (applied.kept, applied.kept_differs, applied.stamped) == (1, 1, 2)
+        assert (applied.closed, applied.opened) == (1, 1)
+        assert await StrikeStore(database).strikes_at([("u-roles", now)]) == [0]
+    admin = await asyncpg.connect(logins.admin)
+    try:
+        rows = await admin.fetch(
+            "SELECT source_offset, decision, rescan_decision FROM verdicts "
+            "WHERE source_offset IN (11, 12, 13) ORDER BY 1"
+        )
+        assert [(r["decision"], r["rescan_decision"]) for r in rows] == [
+            ("flag", "allow"),
+            ("allow", None),
+            ("flag", None),
+        ]
+        items = await admin.fetch(
+            "SELECT source_offset, status FROM review_items WHERE source_offset IN (11, 12, 13) "
+            "ORDER BY 1"
+        )
+        assert [r["status"] for r in items] == ["resolved", "closed", "open"]
+        assert (
+            await admin.fetchval(
+                "SELECT count(*) FROM review_events WHERE actor = 'rescan' AND action = 'close'"
+            )
+            == 1
+        )
     finally:
         await admin.close()
 

@@ -3,6 +3,11 @@
 Read through the analysts' views (``analytics_review_items``, ``analytics_verdicts``), so
 ``modstream policy calibrate`` needs no more than the read-only analyst login. A decision is
 *harmful* when the moderator did anything but approve (as in ``analytics_model_agreement``).
+
+A verdict's scores come from the model that decided it, and, where a rescan read the verdict
+after a moderator decided it (the decision stood), also from the rescan's model (the
+``rescan_*`` columns beside it): so a candidate version can be calibrated against the decisions
+moderators made before it decided anything (``--model moderation:2``).
 """
 
 from __future__ import annotations
@@ -17,16 +22,23 @@ from worker.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 __all__ = ["ModeratorDecision", "ModeratorDecisionStore"]
 
 _SELECT_DECISIONS = """
-SELECT r.category, r.resolution <> 'approve' AS harmful, v.scores::text AS scores,
-       v.model_version
+SELECT r.category, r.resolution <> 'approve' AS harmful, m.scores::text AS scores,
+       m.model_version
 FROM analytics_review_items r
 JOIN analytics_verdicts v
   ON v.source_topic = r.source_topic AND v.source_partition = r.source_partition
  AND v.source_offset = r.source_offset AND v.sent_at = r.sent_at
+CROSS JOIN LATERAL (
+    VALUES (v.scores, v.model_name, v.model_version, false),
+           (v.rescan_scores, v.rescan_model_name, v.rescan_model_version, true)
+) AS m(scores, model_name, model_version, beside)
 WHERE r.status = 'resolved' AND r.resolution IS NOT NULL AND r.category IS NOT NULL
   AND r.resolved_at >= $1 AND r.resolved_at < $2
-  AND v.scores IS NOT NULL AND v.model_name = $3
-  AND ($4::text IS NULL OR v.model_version = $4)
+  AND m.scores IS NOT NULL AND m.model_name = $3
+  AND ($4::text IS NULL OR m.model_version = $4)
+  -- one decision counts once per model version
+  AND NOT (m.beside AND (v.model_name, v.model_version)
+                        IS NOT DISTINCT FROM (m.model_name, m.model_version))
 """
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from common.strikes import active_strikes
+from common.strikes import active_strikes, strikes_as_of
 from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["StrikeStore"]
@@ -22,3 +23,11 @@ class StrikeStore:
             return await active_strikes(self._database.pool(), sender_ids)
         except UNAVAILABLE_ERRORS as exc:
             raise StoreUnavailable(f"strikes read failed: {type(exc).__name__}") from exc
+
+    async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]:
+        """Each ``(sender_id, at)``'s strike total as it stood at ``at`` (a rescan's view of
+        an old message), in order."""
+        try:
+            return await strikes_as_of(self._database.pool(), moments)
+        except UNAVAILABLE_ERRORS as exc:
+            raise StoreUnavailable(f"strike history read failed: {type(exc).__name__}") from exc

@@ -1,9 +1,9 @@
 """deploy/k8s: both overlays render with kustomize, every object passes the vendored Kubernetes
 and KEDA schemas, and the manifests keep their promises (deploy/k8s/README.md): probes, drain
 time, non-root, read-only root, resources, secrets by reference, one database role per service,
-rules hot-reloaded from a ConfigMap, disruption budgets, network exposure; workers never above
-the partition count, the Triton HPA on the adapter's metric; clients reaching every Triton pod
-through a headless Service, and the model version pinned, its change a rollout."""
+rules and the policy file hot-reloaded from ConfigMaps, disruption budgets, network exposure;
+workers never above the partition count, the Triton HPA on the adapter's metric; clients reaching
+every Triton pod through a headless Service, and the model version pinned, its change a rollout."""
 
 from __future__ import annotations
 
@@ -21,6 +21,8 @@ from admin.model_store import version_name
 from admin.models_command import ModelStoreSettings
 from common.settings import ServiceSettings, project_root
 from online.settings import OnlineSettings
+from pipelines.policy import PolicyThresholds
+from pipelines.policy_file import parse_policy
 from review.settings import ReviewServiceSettings
 from tests.k8s_manifests import (
     K8S,
@@ -328,6 +330,38 @@ def test_the_rules_configmap_is_the_shipped_set_mounted_for_hot_reload(
         assert path.name == "rules.toml"
         env = _environment(objects, container)
         assert float(env.get("MODSTREAM_RULES__RELOAD_INTERVAL_S", 2.0)) > 0
+
+
+def test_the_policy_configmap_is_mounted_beside_the_rules_for_hot_reload(
+    objects: list[Manifest],
+) -> None:
+    """modstream-policy holds deploy/k8s/base/policy.toml under a stable name, a file the
+    services load (as shipped, it changes no threshold); the worker and the online service mount
+    it whole at the folder of policy_file.path, beside the rules, and watch it."""
+    policy = _one(objects, "ConfigMap", "modstream-policy")
+    shipped = (K8S / "base" / "policy.toml").read_text(encoding="utf-8")
+    assert policy["data"] == {"policy.toml": shipped}
+    assert parse_policy(shipped, PolicyThresholds()) == PolicyThresholds()
+    config = _config(objects)
+    path = Path(config["MODSTREAM_POLICY_FILE__PATH"])
+    assert path.name == "policy.toml"
+    assert path.parent.parent == Path(config["MODSTREAM_RULES__PATH"]).parent.parent
+    for name in ("modstream-worker", "modstream-online"):
+        spec = _one(objects, "Deployment", name)["spec"]["template"]["spec"]
+        container = _modstream(spec)
+        assert container is not None
+        volumes = {v["name"]: v for v in spec["volumes"]}
+        mounts = [
+            m
+            for m in container["volumeMounts"]
+            if volumes[m["name"]].get("configMap", {}).get("name") == "modstream-policy"
+        ]
+        assert len(mounts) == 1, name
+        assert "subPath" not in mounts[0]
+        assert mounts[0].get("readOnly") is True
+        assert Path(mounts[0]["mountPath"]) == path.parent
+        env = _environment(objects, container)
+        assert float(env.get("MODSTREAM_POLICY_FILE__RELOAD_INTERVAL_S", 2.0)) > 0
 
 
 # --- Triton ----------------------------------------------------------------------------

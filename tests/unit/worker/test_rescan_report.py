@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import orjson
 
+from pipelines.messages import SourcePosition
 from worker.rescan_report import EXAMPLES, RescanReport, direction
+from worker.rescan_review import AppliedBatch
 
 
 def test_direction_marks_the_escalated_side() -> None:
@@ -34,6 +36,19 @@ def test_the_saved_json_round_trips_through_the_database_form() -> None:
     again = RescanReport.from_json(saved)
     assert again == report
     assert again.counts()["changed"] == 1
+
+
+def test_what_a_batch_applied_is_added_and_saved() -> None:
+    """Applied counts the changed verdicts updated; stamped, closed and opened add up per batch
+    and survive the saved form; kept verdicts are counted where they are compared."""
+    report = RescanReport(kept=2, kept_differs=1)
+    positions = frozenset(SourcePosition("t", 0, o) for o in range(3))
+    report.add_applied(AppliedBatch(updated=positions, stamped=5, kept=2, closed=1, opened=2))
+    report.add_applied(AppliedBatch(stamped=4, opened=1))
+    assert (report.applied, report.stamped, report.closed, report.opened) == (3, 9, 1, 3)
+    again = RescanReport.from_json(orjson.loads(orjson.dumps(report.as_json())))
+    assert again == report
+    assert "kept=2 kept_differs=1 stamped=9 closed=1 opened=3" in again.render()
 
 
 def test_an_old_report_without_a_counter_reads_it_as_zero() -> None:

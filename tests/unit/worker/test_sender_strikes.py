@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset
-from worker.sender_strikes import StrikeCache
+from worker.sender_strikes import StrikeCache, with_strikes
 
 
 class FakeSource:
@@ -87,3 +87,13 @@ async def test_a_failing_lookup_leaves_messages_as_sent() -> None:
     source.fail = False
     await cache.prefetch(["a"])
     assert cache.enrich(message).metadata["sender_strikes"] == 4
+
+
+def test_with_strikes_raises_the_sent_value_to_a_stored_total() -> None:
+    """A rescan's strikes as of a message's time: a higher stored total replaces what was sent;
+    none, or a lower one, leaves the message as it is."""
+    assert with_strikes(_message("u"), 3).metadata["sender_strikes"] == 3
+    clean = _message("u")
+    assert with_strikes(clean, 0) is clean
+    sent = _message("u", {"sender_strikes": 4})
+    assert with_strikes(sent, 3) is sent
