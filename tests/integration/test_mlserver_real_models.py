@@ -4,7 +4,7 @@
 this runs it with a model that ``modstream models build`` made (tokenizer, ONNX encoder, heads),
 so what MLServer's own environment (``.venv-mlserver``) must hold to serve the product is tested
 too. Each model named in ``MODELS`` gets an MLServer of its own that serves that model alone (a
-view of the repository without the other moderation models: one encoder in memory, not three),
+view of the repository without the other text models: one encoder in memory, not three),
 and a few small batches: the server and every served version ready, the metadata the model's
 config declares, rows that are distributions in the contract's widths (``HARMS`` exactly when
 the config declares it), abuse ranked above praise in both languages, and the worker end to end
@@ -69,8 +69,10 @@ def missing_files(repository: Path, model: str) -> list[Path]:
 
 
 def single_model_view(repository: Path, model: str, into: Path) -> Path:
-    """``into`` holding links to every folder of ``repository`` but the other text models, so
-    an MLServer over it serves ``model`` alone (relative paths in its config still resolve)."""
+    """``into`` holding links to every folder of ``repository`` but the other text models (the
+    other moderation models, the tokenizer), so an MLServer over it serves ``model`` alone; the
+    config's relative paths (``../tokenizer/...``) are followed through the link into
+    ``repository`` itself."""
     others = set(text_models(repository)) - {model}
     into.mkdir(parents=True)
     for entry in repository.iterdir():
