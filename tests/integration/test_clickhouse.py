@@ -429,6 +429,11 @@ def test_kafka_tables_ship_their_settings_and_the_ttl_is_retentions(tmp_path: Pa
     ]
 
 
+_ERASURE_AUDIT = (
+    "SELECT count() AS leftover FROM moderation_verdicts AS v FINAL "
+    "JOIN moderation_erasures AS e USING sender_id WHERE v.sent_at <= e.erased_at"
+)
+"""docs/analysts.md's check for verdicts left of an erased sender."""
 _AGES_DAYS = (200, 95, 85, 30, 1)
 """How old the retention test's messages are: the first two past 90 days, the rest within."""
 
@@ -468,7 +473,8 @@ async def test_retention_and_erasure_reach_clickhouse(
     the same verdicts, the last three ages. A sender erased in PostgreSQL, and its erasure
     published: ClickHouse drops their verdicts at once, a re-published old record of theirs and
     one it had not read before the erasure stay out, their message sent after the erasure
-    counts, and after a merge no row names them before the erasure."""
+    counts, and after a merge no row names them before the erasure; a row that slipped past
+    both consumers is found by the audit query and removed by publishing the erasure again."""
     s = scoped
     topic = s.kafka.input_topic
     now = datetime.now(UTC)
@@ -531,6 +537,26 @@ async def test_retention_and_erasure_reach_clickhouse(
                 f"parseDateTime64BestEffort('{erased_at.isoformat()}', 6, 'UTC')"
             )
             assert int(left[0]["n"]) == 0
+            assert _keys_in_clickhouse(clickhouse, topic) == now_kept
+
+            # A row that slipped past both consumers (written as the erasure was applied): the
+            # audit query of docs/analysts.md finds it, and the erasure published again removes it.
+            slipped = {**in_flight, "source_offset": 29_998}
+            clickhouse.run(
+                "INSERT INTO moderation_verdicts (source_topic, source_partition, source_offset, "  # noqa: S608 (this test's values)
+                "sent_at, sender_id, kafka_offset) VALUES "
+                f"('{topic}', {slipped['source_partition']}, {slipped['source_offset']}, "
+                f"parseDateTime64BestEffort('{slipped['sent_at']}', 6, 'UTC'), 'u-erased', 1)"
+            )
+            assert clickhouse.rows(_ERASURE_AUDIT) == [{"leftover": 1}]
+            await _produce(
+                s,
+                feed["erasure_topic"],
+                b"u-erased",
+                {"schema_version": 1, "sender_id": "u-erased", "erased_at": erased_at.isoformat()},
+            )
+            await _consumed(feed)
+            assert clickhouse.rows(_ERASURE_AUDIT) == [{"leftover": 0}]
             assert _keys_in_clickhouse(clickhouse, topic) == now_kept
         finally:
             await conn.close()
