@@ -9,6 +9,20 @@
 -- `FINAL`: each verdict counts once, in its latest state, however often it was published.
 -- ClickHouse aggregates tens of millions of such rows in well under a second, so these views need
 -- no rollup tables of their own (summing at insert time would count a re-published verdict twice).
+--
+-- Deletions follow PostgreSQL's (docs/analysts.md, "ClickHouse", retention and erasure):
+-- - retention: the table's TTL drops a verdict once its message is older than `modstream retention
+--   --keep` (90 days by default; ALTER TABLE moderation_verdicts MODIFY TTL ... when you keep
+--   another period), the same rule PostgreSQL applies to `sent_at`. Nothing needs telling: a row
+--   past it that arrives late is dropped as it is written or merged.
+-- - erasure: a record on Kafka `moderation.erasures` ({"schema_version": 1, "sender_id": ...,
+--   "erased_at": ...}, 02_kafka.sql) lands in moderation_erasures; a materialized view then writes
+--   a tombstone for each of that sender's verdicts sent until erased_at (the verdict's coordinates
+--   and sent_at, nothing that names a person, `erased` = 1, the highest version), which every
+--   `FINAL` read skips at
+--   once and merges put in place of the verdict, and the Kafka feed drops that sender's records
+--   sent until erased_at that arrive later (a lagging consumer, a re-publication). Publishing an
+--   erasure again is harmless and covers anything written in the same instant as the first.
 
 CREATE TABLE moderation_verdicts
 (
@@ -30,11 +44,37 @@ CREATE TABLE moderation_verdicts
     model_name        LowCardinality(Nullable(String)),
     model_version     LowCardinality(Nullable(String)),
     kafka_partition   UInt32,
+    kafka_offset      UInt64,
+    erased            UInt8 DEFAULT 0
+)
+ENGINE = ReplacingMergeTree(kafka_offset, erased)
+PARTITION BY toYYYYMM(sent_at)
+ORDER BY (source_topic, source_partition, source_offset)
+TTL toDateTime(sent_at) + INTERVAL 90 DAY;
+
+-- The senders whose data was erased, and until when (a sender may be erased again later). Kept as
+-- long as the verdicts: a verdict sent before an erasure older than that is past the TTL anyway.
+CREATE TABLE moderation_erasures
+(
+    sender_id         String,
+    erased_at         DateTime64(6, 'UTC'),
+    kafka_partition   UInt32,
     kafka_offset      UInt64
 )
-ENGINE = ReplacingMergeTree(kafka_offset)
-PARTITION BY toYYYYMM(sent_at)
-ORDER BY (source_topic, source_partition, source_offset);
+ENGINE = ReplacingMergeTree
+ORDER BY (sender_id, erased_at)
+TTL toDateTime(erased_at) + INTERVAL 90 DAY;
+
+-- A tombstone per erased verdict: its coordinates and sent_at (for the TTL) and nothing that names
+-- a person; the highest version, so no later record of that verdict wins over it. It reads the
+-- sender_id column of moderation_verdicts once per batch of erasures (they are rare).
+CREATE MATERIALIZED VIEW moderation_erasures_tombstones_mv TO moderation_verdicts AS
+SELECT v.source_topic AS source_topic, v.source_partition AS source_partition,
+       v.source_offset AS source_offset, v.sent_at AS sent_at,
+       toUInt64(18446744073709551615) AS kafka_offset, toUInt8(1) AS erased
+FROM moderation_erasures AS e
+INNER JOIN moderation_verdicts AS v ON v.sender_id = e.sender_id
+WHERE e.sender_id != '' AND v.sent_at <= e.erased_at AND v.erased = 0;
 
 -- The same bucket edges as PostgreSQL's modstream_latency_bucket (migrations/0070_rollups.sql):
 -- 0 below 1 ms, k in 1..240 for [2^((k-1)/8), 2^(k/8)) ms, 241 from 2^30 ms; the estimate is the

@@ -1,13 +1,12 @@
-"""The ClickHouse path (clickhouse/*.sql) on the real ClickHouse engine that chdb embeds, fed with
-the records a worker published in this test: the same answers as PostgreSQL's rollups.
+"""The ClickHouse path (clickhouse/*.sql) on the real ClickHouse engine that chdb embeds, fed by
+its own Kafka engine tables from the stack's broker: the same answers as PostgreSQL's rollups,
+and PostgreSQL's retention and erasures reaching it.
 
 The records come from the verdict topic after a real run: ``modstream worker`` decides sample
 chat, the outbox relay publishes some verdicts a second time (at-least-once delivery), and
 pending verdicts are published, then re-scored by ``modstream rescore`` and published again in
-their new state. They are inserted, with their Kafka partition and offset, into the table the
-Kafka engine's materialized view reads (the engine itself cannot run inside chdb: it needs a
-server's background pools), built from ``02_kafka.sql``'s own CREATE statement with the engine
-swapped for ``Null``; the materialized view's statement runs as written.
+their new state. ``02_kafka.sql`` runs as written but for its broker list, topics and consumer
+groups, which name this test's; ClickHouse consumes the topics itself.
 """
 
 from __future__ import annotations
@@ -15,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import AsyncIterator
-from datetime import UTC, date, datetime
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,12 @@ from typing import Any
 import asyncpg
 import orjson
 import pytest
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from chdb import session as chdb_session
+from chdb._exceptions import ChdbError  # what a session's query raises (not chdb.ChdbError)
 
+from admin.retention import RetentionPeriods, apply_retention
 from common.rollups import refresh_rollups
 from common.settings import project_root
 from pipelines.messages import SourcePosition
@@ -50,8 +53,14 @@ pytestmark = pytest.mark.integration
 _FOLDER = project_root() / "clickhouse"
 _COMPARED = (1, 2, 3, 8, 10)
 """docs/analysts.md queries whose ClickHouse version must give PostgreSQL's answer."""
-_KAFKA_VIRTUAL_COLUMNS = "_partition UInt64, _offset UInt64, _error String"
-"""The Kafka engine's virtual columns the materialized view reads."""
+_SHIPPED = {
+    "kafka_broker_list": "'kafka:9092'",
+    "verdict_topic": "'moderation.verdicts'",
+    "erasure_topic": "'moderation.erasures'",
+    "verdict_group": "'modstream-clickhouse'",
+    "erasure_group": "'modstream-clickhouse-erasures'",
+}
+"""The values 02_kafka.sql ships with, each quoted as it appears there."""
 
 
 def statements(path: Path) -> list[str]:
@@ -73,46 +82,72 @@ def clickhouse_queries() -> dict[int, str]:
     }
 
 
-def kafka_feed_table(create_kafka_table: str) -> str:
-    """02_kafka.sql's Kafka table, as a ``Null`` table that also has the engine's virtual
-    columns: what the materialized view reads, fillable by INSERT."""
-    head, engine, _ = create_kafka_table.partition("ENGINE = Kafka")
-    assert engine, "02_kafka.sql's first statement must create the Kafka engine table"
-    columns_end = head.rindex(")")
-    return f"{head[:columns_end].rstrip()},\n    {_KAFKA_VIRTUAL_COLUMNS}\n) ENGINE = Null"
+def deployed(sql: str, values: Mapping[str, str]) -> str:
+    """``sql`` with 02_kafka.sql's shipped broker list, topics and groups replaced by ``values``
+    (keys of ``_SHIPPED``), as a deployment edits them."""
+    for key, shipped in _SHIPPED.items():
+        sql = sql.replace(shipped, f"'{values[key]}'")
+    return sql
 
 
 class ClickHouse:
-    """A chdb session holding the clickhouse/ schema, with the Kafka queue as a feed table."""
+    """A chdb session holding the clickhouse/ schema, its Kafka tables reading ``values``'s
+    broker, topics and consumer groups."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, values: Mapping[str, str]) -> None:
         self._session = chdb_session.Session(str(path))
-        kafka = statements(_FOLDER / "02_kafka.sql")
-        for sql in statements(_FOLDER / "01_verdicts.sql"):
-            self.run(sql)
-        self.run(kafka_feed_table(kafka[0]))
-        for sql in kafka[1:]:
-            self.run(sql)
+        try:
+            for sql in statements(_FOLDER / "01_verdicts.sql"):
+                self.run(sql)
+            for sql in statements(_FOLDER / "02_kafka.sql"):
+                self.create(deployed(sql, values))
+        except BaseException:
+            self.close()  # chdb holds one embedded server per process: free it for the next test
+            raise
 
     def run(self, sql: str) -> None:
         self._session.query(sql)
+
+    def create(self, sql: str) -> None:
+        """Run a CREATE; chdb 4.4 answers a Kafka engine table's with an error (``Shutdown was
+        called``) after creating it, and the table consumes: an error counts only when the table
+        is not there."""
+        try:
+            self.run(sql)
+        except ChdbError:
+            match = re.match(r"CREATE TABLE (\w+)", sql)
+            if match is None or not self.rows(
+                f"SELECT 1 FROM system.tables WHERE database = currentDatabase() "  # noqa: S608 (a name of 02_kafka.sql)
+                f"AND name = '{match[1]}' AND engine = 'Kafka'"
+            ):
+                raise
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
         out = self._session.query(sql, "JSONEachRow").bytes()
         return [orjson.loads(line) for line in out.splitlines() if line.strip()]
 
-    def feed(self, records: list[tuple[int, int, bytes]]) -> None:
-        lines = b"\n".join(
-            orjson.dumps({"record": value.decode(), "_partition": p, "_offset": o, "_error": ""})
-            for p, o, value in records
-        )
-        self._session.query(
-            "INSERT INTO moderation_verdicts_queue (record, _partition, _offset, _error) "
-            "FORMAT JSONEachRow\n" + lines.decode()
-        )
-
     def close(self) -> None:
         self._session.close()
+
+
+async def caught_up(bootstrap_servers: str, group: str, topic: str) -> bool:
+    """Whether ``group`` has committed every partition of ``topic`` up to its end."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False)
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap_servers)
+    await consumer.start()
+    await admin.start()
+    try:
+        (described,) = await admin.describe_topics([topic])
+        partitions = [TopicPartition(topic, p["partition"]) for p in described["partitions"]]
+        ends = await consumer.end_offsets(partitions)
+        committed = await admin.list_consumer_group_offsets(group)
+        return bool(partitions) and all(
+            end == 0 or (tp in committed and committed[tp].offset >= end)
+            for tp, end in ends.items()
+        )
+    finally:
+        await admin.close()
+        await consumer.stop()
 
 
 def _plain(value: Any) -> Any:
@@ -149,14 +184,21 @@ def _agree(got: list[tuple[Any, ...]], expected: list[tuple[Any, ...]]) -> bool:
     )
 
 
-def _pending(topic: str, offset: int, text: str) -> Verdict:
+def _pending(
+    topic: str,
+    offset: int,
+    text: str,
+    *,
+    sender_id: str | None = None,
+    sent_at: datetime | None = None,
+) -> Verdict:
     result = decide(RuleOutcome(), None, PolicyThresholds(), model_available=False)
     return Verdict(
         position=SourcePosition(topic, offset % 2, offset),
         message_id=f"ch-{offset}",
         group_id=f"g-ch-{offset % 3}",
-        sender_id=f"u-ch-{offset % 2}",
-        sent_at=datetime.now(UTC),
+        sender_id=sender_id or f"u-ch-{offset % 2}",
+        sent_at=sent_at or datetime.now(UTC),
         text_sha256=hashlib.sha256(text.encode()).hexdigest(),
         rule_hits=(),
         scores=None,
@@ -176,6 +218,42 @@ async def scoped(worker_settings: WorkerSettings) -> AsyncIterator[WorkerSetting
         yield s.model_copy(
             update={"rollups": s.rollups.model_copy(update={"refresh_interval_s": 0})}
         )
+
+
+@pytest.fixture
+async def feed(scoped: WorkerSettings) -> AsyncIterator[dict[str, str]]:
+    """What this test's ClickHouse reads: the broker, the test's verdict topic, an erasure topic
+    of its own (created here, deleted after) and consumer groups no one else uses."""
+    suffix = uuid.uuid4().hex[:8]
+    values = {
+        "kafka_broker_list": scoped.kafka.bootstrap_servers,
+        "verdict_topic": scoped.kafka.verdict_topic,
+        "erasure_topic": f"it.{suffix}.moderation.erasures",
+        "verdict_group": f"it.{suffix}.clickhouse",
+        "erasure_group": f"it.{suffix}.clickhouse-erasures",
+    }
+    admin = AIOKafkaAdminClient(bootstrap_servers=scoped.kafka.bootstrap_servers)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(values["erasure_topic"], 2, 1)])
+        yield values
+        await admin.delete_topics([values["erasure_topic"]])
+    finally:
+        await admin.close()
+
+
+async def _consumed(clickhouse_feed: Mapping[str, str]) -> None:
+    """Wait until this ClickHouse has committed both of its topics to their ends."""
+    broker = clickhouse_feed["kafka_broker_list"]
+
+    async def done() -> bool:
+        return await caught_up(
+            broker, clickhouse_feed["verdict_group"], clickhouse_feed["verdict_topic"]
+        ) and await caught_up(
+            broker, clickhouse_feed["erasure_group"], clickhouse_feed["erasure_topic"]
+        )
+
+    await wait_until(done, timeout_s=90, interval_s=1.0)
 
 
 async def _worker_run(s: WorkerSettings, count: int) -> None:
@@ -254,11 +332,11 @@ async def _published(s: WorkerSettings, at_least: int) -> list[tuple[int, int, b
 
 
 async def test_clickhouse_views_and_queries_match_postgres(
-    scoped: WorkerSettings, tmp_path: Path
+    scoped: WorkerSettings, feed: dict[str, str], tmp_path: Path
 ) -> None:
-    """Fed the worker's published records (duplicates and re-scored versions included), the
-    ClickHouse views count each verdict once in its latest state and the rewritten example
-    queries give PostgreSQL's answers; every rewritten query runs."""
+    """Its Kafka engine consuming the worker's published records (duplicates and re-scored
+    versions included), ClickHouse's views count each verdict once in its latest state and the
+    rewritten example queries give PostgreSQL's answers; every rewritten query runs."""
     s = scoped
     await _worker_run(s, 150)
     await _republish_and_rescore(s)
@@ -269,9 +347,17 @@ async def test_clickhouse_views_and_queries_match_postgres(
         assert await refresh_rollups(conn) == stored + 4  # 4 re-scored rows: queued changes
         records = await _published(s, stored)
         assert len(records) > stored  # the topic holds repeats and superseded versions
-        clickhouse = ClickHouse(tmp_path / "chdb")
+        clickhouse = ClickHouse(tmp_path / "chdb", feed)
         try:
-            clickhouse.feed(records)
+            await _consumed(feed)
+            last: dict[int, int] = {}
+            for partition, offset, _ in records:
+                last[partition] = max(offset, last.get(partition, -1))
+            newest = clickhouse.rows(
+                "SELECT kafka_partition AS p, max(kafka_offset) AS o FROM moderation_verdicts "
+                "GROUP BY p"
+            )
+            assert {int(r["p"]): int(r["o"]) for r in newest} == last  # read to the end
             counted = clickhouse.rows("SELECT count() AS n FROM moderation_verdicts FINAL")
             assert int(counted[0]["n"]) == stored
             pending = clickhouse.rows(
@@ -310,30 +396,185 @@ def _doc_queries() -> list[tuple[int, str]]:
     return [(int(n), sql) for n, sql in blocks]
 
 
-def test_kafka_table_ddl_parses_and_feeds_the_view(tmp_path: Path) -> None:
-    """02_kafka.sql's Kafka engine table is valid ClickHouse (its own parser, EXPLAIN SYNTAX,
-    keeps every setting), and the view over it accepts exactly that table's columns plus the
-    engine's virtual ones (the feed table is built from the same statement)."""
-    kafka = statements(_FOLDER / "02_kafka.sql")
+def test_kafka_tables_ship_their_settings_and_the_ttl_is_retentions(tmp_path: Path) -> None:
+    """02_kafka.sql's two Kafka engine tables are valid ClickHouse (its own parser, EXPLAIN
+    SYNTAX, keeps every setting) and name the shipped topics and groups the docs describe; the
+    verdicts' and erasures' TTL is ``modstream retention``'s default verdict period."""
+    kafka = [sql for sql in statements(_FOLDER / "02_kafka.sql") if "ENGINE = Kafka" in sql]
     assert len(kafka) == 2
     session = chdb_session.Session(str(tmp_path / "chdb"))
     try:
-        explained = session.query(f"EXPLAIN SYNTAX {kafka[0]}", "TabSeparatedRaw").bytes().decode()
-        for setting in (
-            "kafka_broker_list",
-            "kafka_topic_list",
-            "kafka_group_name",
-            "kafka_format = 'JSONAsString'",
-            "kafka_handle_error_mode = 'stream'",
+        for sql, topic, group in zip(
+            kafka,
+            ("verdict_topic", "erasure_topic"),
+            ("verdict_group", "erasure_group"),
+            strict=True,
         ):
-            assert setting in explained
-        for sql in statements(_FOLDER / "01_verdicts.sql"):
-            session.query(sql)
-        session.query(kafka_feed_table(kafka[0]))
-        session.query(kafka[1])
-        views = session.query(
-            "SELECT name FROM system.tables WHERE engine = 'MaterializedView'", "CSV"
-        ).bytes()
-        assert b"moderation_verdicts_queue_mv" in views
+            explained = session.query(f"EXPLAIN SYNTAX {sql}", "TabSeparatedRaw").bytes().decode()
+            for setting in (
+                f"kafka_broker_list = {_SHIPPED['kafka_broker_list']}",
+                f"kafka_topic_list = {_SHIPPED[topic]}",
+                f"kafka_group_name = {_SHIPPED[group]}",
+                "kafka_format = 'JSONAsString'",
+                "kafka_handle_error_mode = 'stream'",
+            ):
+                assert setting in explained, setting
     finally:
         session.close()
+    keep_days = RetentionPeriods().verdicts.days
+    ttls = re.findall(r"^TTL (.+);$", (_FOLDER / "01_verdicts.sql").read_text(), re.MULTILINE)
+    assert ttls == [
+        f"toDateTime(sent_at) + INTERVAL {keep_days} DAY",
+        f"toDateTime(erased_at) + INTERVAL {keep_days} DAY",
+    ]
+
+
+_ERASURE_AUDIT = (
+    "SELECT count() AS leftover FROM moderation_verdicts AS v FINAL "
+    "JOIN moderation_erasures AS e USING sender_id WHERE v.sent_at <= e.erased_at"
+)
+"""docs/analysts.md's check for verdicts left of an erased sender."""
+_AGES_DAYS = (200, 95, 85, 30, 1)
+"""How old the retention test's messages are: the first two past 90 days, the rest within."""
+
+
+async def _publish_unpublished(s: WorkerSettings, database: Database) -> int:
+    async with KafkaPublisher(s.kafka) as publisher:
+        outbox = VerdictOutbox(
+            VerdictOutboxStore(database),
+            publisher,
+            s.kafka.verdict_topic,
+            min_age_s=0,
+            batch_items=100,
+        )
+        return await outbox.relay_all()
+
+
+async def _keys_in_postgres(conn: asyncpg.Connection[Any], topic: str) -> set[tuple[int, int]]:
+    rows = await conn.fetch(
+        "SELECT source_partition, source_offset FROM verdicts WHERE source_topic = $1", topic
+    )
+    return {(r["source_partition"], r["source_offset"]) for r in rows}
+
+
+def _keys_in_clickhouse(clickhouse: ClickHouse, topic: str) -> set[tuple[int, int]]:
+    rows = clickhouse.rows(
+        "SELECT source_partition, source_offset FROM moderation_verdicts FINAL "  # noqa: S608 (a test topic)
+        f"WHERE source_topic = '{topic}'"
+    )
+    return {(int(r["source_partition"]), int(r["source_offset"])) for r in rows}
+
+
+async def test_retention_and_erasure_reach_clickhouse(
+    scoped: WorkerSettings, feed: dict[str, str], tmp_path: Path
+) -> None:
+    """Verdicts 200, 95, 85, 30 and 1 days old, published to the verdict topic: after
+    ``apply_retention`` (90 days) in PostgreSQL and a merge in ClickHouse (its TTL), both hold
+    the same verdicts, the last three ages. A sender erased in PostgreSQL, and its erasure
+    published: ClickHouse drops their verdicts at once, a re-published old record of theirs and
+    one it had not read before the erasure stay out, their message sent after the erasure
+    counts, and after a merge no row names them before the erasure; a row that slipped past
+    both consumers is found by the audit query and removed by publishing the erasure again."""
+    s = scoped
+    topic = s.kafka.input_topic
+    now = datetime.now(UTC)
+    verdicts = [
+        _pending(
+            topic,
+            20_000 + i,
+            "see you tomorrow",
+            sender_id=("u-erased", "u-kept")[i % 2],
+            sent_at=now - timedelta(days=_AGES_DAYS[i // 2]),
+        )
+        for i in range(2 * len(_AGES_DAYS))
+    ]
+    dsn = s.postgres.dsn.get_secret_value()
+    async with Database(s.postgres) as database:
+        await VerdictBatchStore(database, s.kafka.group_id).write(VerdictBatch(verdicts))
+        assert await _publish_unpublished(s, database) == len(verdicts)
+        clickhouse = ClickHouse(tmp_path / "chdb", feed)
+        conn = await asyncpg.connect(dsn)
+        try:
+            await _consumed(feed)
+            await apply_retention(conn, timedelta(days=90))
+            clickhouse.run("OPTIMIZE TABLE moderation_verdicts FINAL")
+            kept = await _keys_in_postgres(conn, topic)
+            assert len(kept) == 2 * 3  # the 85, 30 and 1 day old messages of both senders
+            assert _keys_in_clickhouse(clickhouse, topic) == kept
+
+            # The PostgreSQL side of an erasure, then its record on the erasure topic.
+            old_record = await _record_of(s, "u-erased")
+            erased_at = datetime.now(UTC)
+            await conn.execute("DELETE FROM verdicts WHERE sender_id = 'u-erased'")
+            await _produce(
+                s,
+                feed["erasure_topic"],
+                b"u-erased",
+                {"schema_version": 1, "sender_id": "u-erased", "erased_at": erased_at.isoformat()},
+            )
+            await _consumed(feed)
+            assert _keys_in_clickhouse(clickhouse, topic) == await _keys_in_postgres(conn, topic)
+
+            # Late: an old record of theirs published again, one from before the erasure that
+            # ClickHouse had not read yet (in flight: coordinates it never saw), and a message
+            # they sent after it.
+            republished = orjson.loads(old_record)
+            in_flight = {**republished, "source_offset": 29_999, "message_id": "ch-in-flight"}
+            for record in (republished, in_flight):
+                await _produce(s, s.kafka.verdict_topic, b"g-late", record)
+            after = _pending(topic, 30_000, "hello again", sender_id="u-erased")
+            await VerdictBatchStore(database, s.kafka.group_id).write(VerdictBatch([after]))
+            assert await _publish_unpublished(s, database) == 1
+            await _consumed(feed)
+            now_kept = await _keys_in_postgres(conn, topic)
+            assert (after.position.partition, after.position.offset) in now_kept
+            assert _keys_in_clickhouse(clickhouse, topic) == now_kept
+
+            clickhouse.run("OPTIMIZE TABLE moderation_verdicts FINAL")
+            left = clickhouse.rows(
+                "SELECT count() AS n FROM moderation_verdicts "  # noqa: S608 (a time of this test)
+                "WHERE sender_id = 'u-erased' AND sent_at <= "
+                f"parseDateTime64BestEffort('{erased_at.isoformat()}', 6, 'UTC')"
+            )
+            assert int(left[0]["n"]) == 0
+            assert _keys_in_clickhouse(clickhouse, topic) == now_kept
+
+            # A row that slipped past both consumers (written as the erasure was applied): the
+            # audit query of docs/analysts.md finds it, and the erasure published again removes it.
+            slipped = {**in_flight, "source_offset": 29_998}
+            clickhouse.run(
+                "INSERT INTO moderation_verdicts (source_topic, source_partition, source_offset, "  # noqa: S608 (this test's values)
+                "sent_at, sender_id, kafka_offset) VALUES "
+                f"('{topic}', {slipped['source_partition']}, {slipped['source_offset']}, "
+                f"parseDateTime64BestEffort('{slipped['sent_at']}', 6, 'UTC'), 'u-erased', 1)"
+            )
+            assert clickhouse.rows(_ERASURE_AUDIT) == [{"leftover": 1}]
+            await _produce(
+                s,
+                feed["erasure_topic"],
+                b"u-erased",
+                {"schema_version": 1, "sender_id": "u-erased", "erased_at": erased_at.isoformat()},
+            )
+            await _consumed(feed)
+            assert clickhouse.rows(_ERASURE_AUDIT) == [{"leftover": 0}]
+            assert _keys_in_clickhouse(clickhouse, topic) == now_kept
+        finally:
+            await conn.close()
+            clickhouse.close()
+
+
+async def _record_of(s: WorkerSettings, sender_id: str) -> bytes:
+    """One published verdict record of ``sender_id`` (its value, as the topic holds it)."""
+    for _, _, value in await _published(s, 1):
+        if orjson.loads(value)["sender_id"] == sender_id:
+            return value
+    raise AssertionError(f"no published record of {sender_id}")
+
+
+async def _produce(s: WorkerSettings, topic: str, key: bytes, value: dict[str, Any]) -> None:
+    producer = AIOKafkaProducer(bootstrap_servers=s.kafka.bootstrap_servers)
+    await producer.start()
+    try:
+        await producer.send_and_wait(topic, orjson.dumps(value), key=key)
+    finally:
+        await producer.stop()
