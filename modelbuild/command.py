@@ -1,7 +1,10 @@
-"""``modstream models build``, ``eval`` and ``gpu-configs``: the Triton models, from packages.
+"""``modstream models build``, ``train``, ``eval`` and ``gpu-configs``: the Triton models.
 
-``build`` fills ``model_repository/`` (see :mod:`modelbuild.build`); ``eval`` scores the heads
-and the baselines on the held-out splits (see :mod:`modelbuild.evaluate`); ``gpu-configs``
+``build`` fills ``model_repository/`` from packages and the committed training results (see
+:mod:`modelbuild.build`); ``train`` fine-tunes the encoder and fits the heads, writing what the
+build needs (:mod:`modelbuild.train`; needs the ``train`` extra, torch); ``eval`` scores the
+served models and the baselines on the held-out splits and on real human text (see
+:mod:`modelbuild.evaluate`); ``gpu-configs``
 writes the ``KIND_GPU`` configs beside the CPU ones (:mod:`modelbuild.gpu_configs`). Both write into
 ``models.work_dir`` (default ``.modstream/``) and need the ``models`` extra installed.
 """
@@ -37,6 +40,26 @@ def register(subparsers: Any) -> None:
         "the stack happens to serve, which may be the test fixture)",
     )
     build.set_defaults(handler=_build)
+    training = actions.add_parser(
+        "train",
+        help="fine-tune the encoder and fit the heads (CPU, deterministic; about 25 minutes)",
+    )
+    training.add_argument(
+        "--epochs", type=int, default=None, help="passes over the training set (default 2)"
+    )
+    training.add_argument(
+        "--heads-only",
+        action="store_true",
+        help="keep the last fine-tune (its checkpoint in the work folder); redo the insult "
+        "output, calibration and files",
+    )
+    training.add_argument(
+        "--repository",
+        type=Path,
+        default=None,
+        help="where to write (default: the project's model_repository/)",
+    )
+    training.set_defaults(handler=_train)
     evaluate = actions.add_parser("eval", help="score heads and baselines on held-out splits")
     evaluate.add_argument("--json", type=Path, default=None, help="also write the report here")
     evaluate.add_argument(
@@ -91,6 +114,44 @@ def _build(args: argparse.Namespace) -> int:
         return 1
     _log.info("models_built", **{k: round(v, 1) for k, v in timings.items()})
     print(" ".join(f"{k}={v:.1f}" for k, v in timings.items()))
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    settings = ModelToolSettings()
+    configure_logging()
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        print(
+            "modstream models train needs torch: pip install -e '.[train]' (the build does not)",
+            file=sys.stderr,
+        )
+        return 2
+    import dataclasses
+    import json
+
+    from modelbuild.build import BuildError
+    from modelbuild.finetune import TrainConfig
+    from modelbuild.sources import FetchError
+    from modelbuild.train import train
+
+    config = TrainConfig()
+    if args.epochs is not None:
+        if args.epochs < 1:
+            print("--epochs must be at least 1", file=sys.stderr)
+            return 2
+        config = dataclasses.replace(config, epochs=args.epochs)
+    try:
+        manifest = train(
+            _paths(settings, args.repository), config, _log_event, heads_only=args.heads_only
+        )
+    except (BuildError, FetchError) as exc:
+        print(f"modstream models train failed: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(manifest["data"], indent=2, ensure_ascii=False))
+    print(json.dumps(manifest["timings_s"]))
+    print(" ".join(f"{k}={v}" for k, v in manifest["figures"].items()))
     return 0
 
 

@@ -1,6 +1,7 @@
 """Classification heads on top of sentence embeddings: training, numpy inference, ONNX export.
 
-A head is a stack of dense layers (ReLU between them) ending in a softmax. Training uses
+A head is a stack of dense layers (ReLU between them) ending in a softmax, or, for a
+``multilabel`` head (the harm outputs), in one independent sigmoid per output. Training uses
 scikit-learn's multinomial logistic regression (L-BFGS, deterministic) for linear heads and its
 ``MLPClassifier`` with a fixed seed for one-hidden-layer heads; the learned matrices are written
 into a tiny ONNX graph ``embedding -> probabilities`` by hand.
@@ -46,9 +47,11 @@ class Dense:
 
 @dataclass(frozen=True, slots=True)
 class Head:
-    """Dense layers with ReLU between them and a softmax at the end."""
+    """Dense layers with ReLU between them and a softmax at the end (a sigmoid per output when
+    ``multilabel``)."""
 
     layers: tuple[Dense, ...]
+    multilabel: bool = False
 
     @property
     def classes(self) -> int:
@@ -61,6 +64,9 @@ class Head:
             h = h @ layer.weight + layer.bias
             if i < len(self.layers) - 1:
                 h = np.maximum(h, 0.0)
+        if self.multilabel:
+            sig: F32 = (1.0 / (1.0 + np.exp(-h))).astype(np.float32)
+            return sig
         h = h - h.max(axis=1, keepdims=True)
         e = np.exp(h)
         out: F32 = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
@@ -184,7 +190,10 @@ def head_to_onnx(head: Head, name: str, input_name: str = HEAD_INPUT) -> onnx.Mo
         if i < len(head.layers) - 1:
             nodes.append(helper.make_node("Relu", [current], [f"relu{i}"]))
             current = f"relu{i}"
-    nodes.append(helper.make_node("Softmax", [current], [HEAD_OUTPUT], axis=-1))
+    if head.multilabel:
+        nodes.append(helper.make_node("Sigmoid", [current], [HEAD_OUTPUT]))
+    else:
+        nodes.append(helper.make_node("Softmax", [current], [HEAD_OUTPUT], axis=-1))
     graph = helper.make_graph(
         nodes,
         name,
