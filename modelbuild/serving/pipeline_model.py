@@ -1,4 +1,5 @@
-"""Triton Python-backend model: the whole moderation pipeline, text in, three softmax rows out.
+"""Triton Python-backend model: the whole moderation pipeline, text in, three softmax rows out
+(and, where the config lists it, ``HARMS``: five independent probabilities).
 
 ``modstream models build`` copies this file as ``model.py`` into ``moderation/1`` and
 ``moderation_v1/1``. It replaces the former Triton ensemble (tokenizer -> encoder -> three
@@ -25,7 +26,8 @@ Traditional characters), so less accurately.
 
 Config parameters (paths are relative to this model's folder, so the files of the composing
 models are read in place, never copied): ``tokenizer_file``, ``encoder_file``,
-``sentiment_file``, ``intent_file``, ``toxicity_file``, ``max_length``, ``prefix`` and,
+``sentiment_file``, ``intent_file``, ``toxicity_file`` (``harms_file`` with a ``HARMS``
+output), ``max_length``, ``prefix`` and,
 optionally, ``intra_op_threads`` (default: the machine's CPU count, for the encoder; the heads, a
 384-wide matrix product each, use one thread), ``chunk_rows``, and the CPU encoder's:
 ``cpu_encoder_file``, ``probe_file`` (required with it), ``cpu_encoder_max_deviation`` (default
@@ -78,8 +80,10 @@ OUTPUT_HEADS: dict[str, str] = {
     "SENTIMENT": "sentiment_file",
     "INTENT": "intent_file",
     "TOXICITY": "toxicity_file",
+    "HARMS": "harms_file",
 }
-"""Output tensor -> the config parameter naming its head file."""
+"""Output tensor -> the config parameter naming its head file. A model serves the outputs its
+config lists (``HARMS``, five independent probabilities, only where the config has it)."""
 
 LEXICON_SCORES = ("compound", "pos", "neg", "neu")
 """VADER's scores, in the order ``features`` heads read them after the encoder features."""
@@ -275,9 +279,14 @@ class TritonPythonModel:
             next(o.shape[1] for o in self._encoder.get_outputs() if o.name == _EMBEDDING)
         )
         self._chunk_rows = max(1, int(params.get("chunk_rows", str(_CHUNK_ROWS))))
+        self._outputs = [o["name"] for o in config["output"]]
+        self._widths = {o["name"]: int(o["dims"][-1]) for o in config["output"]}
+        unknown = set(self._outputs) - set(OUTPUT_HEADS)
+        if unknown:
+            raise PipelineConfigError(f"outputs without a head: {sorted(unknown)}")
         self._heads = {
-            output: _session(file(key), 1, ["CPUExecutionProvider"])
-            for output, key in OUTPUT_HEADS.items()
+            output: _session(file(OUTPUT_HEADS[output]), 1, ["CPUExecutionProvider"])
+            for output in self._outputs
         }
         self._head_inputs = {name: _head_input(head) for name, head in self._heads.items()}
         self._analyzer: Any = None
@@ -285,11 +294,6 @@ class TritonPythonModel:
             from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
             self._analyzer = SentimentIntensityAnalyzer()
-        self._outputs = [o["name"] for o in config["output"]]
-        self._widths = {o["name"]: int(o["dims"][-1]) for o in config["output"]}
-        unknown = set(self._outputs) - set(self._heads)
-        if unknown:
-            raise PipelineConfigError(f"outputs without a head: {sorted(unknown)}")
         self.choice = self._choose(params, file, threads, providers)
         """Which encoder this instance serves and why (logged, and a gauge inside Triton)."""
         self._report(args.get("model_name", folder.name))

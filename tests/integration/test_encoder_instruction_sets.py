@@ -29,12 +29,22 @@ BOUND = 0.02
 ACROSS_KERNELS = 0.005
 
 
+def _encoders(model: str) -> dict[str, str]:
+    """``model``'s float32 and CPU encoder files, as its config names them."""
+    params = json.loads(served_config(REPOSITORY, model)["model_config"])["parameters"]
+    return {
+        "float32": params["encoder_file"]["string_value"],
+        "cpu": params["cpu_encoder_file"]["string_value"],
+    }
+
+
 def _spec(tmp_path: Path, model: str, encoder: str, texts: list[str], name: str) -> Path:
-    """A probe.py pipeline spec: ``model`` as served, running ``encoder`` with no load check."""
+    """A probe.py pipeline spec: ``model`` as served, running ``encoder`` (a path relative to
+    the model's folder) with no load check."""
     args = served_config(REPOSITORY, model)
     config = json.loads(args["model_config"])
     params = config["parameters"]
-    params["encoder_file"] = {"string_value": f"../encoder/1/{encoder}"}
+    params["encoder_file"] = {"string_value": encoder}
     params.pop("cpu_encoder_file")
     params["intra_op_threads"] = {"string_value": "2"}
     spec = tmp_path / f"{name}.json"
@@ -48,12 +58,13 @@ def _spec(tmp_path: Path, model: str, encoder: str, texts: list[str], name: str)
 def test_cpu_encoder_probabilities_agree_on_every_instruction_set(tmp_path: Path) -> None:
     """On each path the served pipeline with the CPU encoder gives every head probability of a
     dozen probes within 0.02 of native float32 and within 0.005 of the native CPU encoder."""
-    assert (REPOSITORY / "encoder" / "1" / "model_cpu.onnx").is_file(), "run models build"
+    encoders = _encoders("moderation")
+    assert (REPOSITORY / "moderation" / encoders["cpu"]).is_file(), "run models build"
     texts = read_probes(REPOSITORY / "encoder" / "probes.jsonl")[::12]
     targets = available_targets(tmp_path / "noamx")
     results: dict[str, dict[str, np.ndarray]] = {}
-    jobs = [("native", "model.onnx", "float32")] + [
-        (t.name, "model_cpu.onnx", "cpu") for t in targets
+    jobs = [("native", encoders["float32"], "float32")] + [
+        (t.name, encoders["cpu"], "cpu") for t in targets
     ]
     by_name = {t.name: t for t in targets}
     for target_name, encoder, label in jobs:
@@ -65,7 +76,9 @@ def test_cpu_encoder_probabilities_agree_on_every_instruction_set(tmp_path: Path
     assert {t.name for t in targets} >= {"native", "avx2"}
     for target in targets:
         got = results[f"{target.name}-cpu"]
-        for output in ("SENTIMENT", "INTENT", "TOXICITY"):
+        outputs = sorted(name for name in float32 if name.isupper())
+        assert set(outputs) == {"SENTIMENT", "INTENT", "TOXICITY", "HARMS"}
+        for output in outputs:
             assert got[output].shape == (len(texts), float32[output].shape[1])
             assert float(np.abs(got[output] - float32[output]).max()) <= BOUND, target.name
             gap = float(np.abs(got[output] - native[output]).max())

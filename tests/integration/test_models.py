@@ -39,11 +39,24 @@ pytestmark = pytest.mark.integration
 Array = np.ndarray[Any, Any]
 
 REPOSITORY = project_root() / "model_repository"
-MODERATION_MODELS = ("moderation", "moderation_v1")
-# The head versions each moderation model pins (its config.pbtxt).
+MODERATION_MODELS = ("moderation", "moderation_v2", "moderation_v1")
+# The heads each moderation model pins (its config.pbtxt): the served model reads its own head
+# files (on the fine-tuned encoder), the previous ones the versioned heads.
 HEADS = {
-    "moderation": {"SENTIMENT": "sentiment/2", "INTENT": "intent/2", "TOXICITY": "toxicity/3"},
+    "moderation": {
+        "SENTIMENT": "moderation/heads/sentiment.onnx",
+        "INTENT": "moderation/heads/intent.onnx",
+        "TOXICITY": "moderation/heads/toxicity.onnx",
+        HARMS_OUTPUT: "moderation/heads/harms.onnx",
+    },
+    "moderation_v2": {"SENTIMENT": "sentiment/2", "INTENT": "intent/2", "TOXICITY": "toxicity/3"},
     "moderation_v1": {"SENTIMENT": "sentiment/1", "INTENT": "intent/1", "TOXICITY": "toxicity/1"},
+}
+# The encoder files each moderation model reads: float32 and CPU (split int8).
+ENCODERS = {
+    "moderation": {FLOAT32: "tuned.onnx", CPU: "tuned_cpu.onnx"},
+    "moderation_v2": {FLOAT32: "model.onnx", CPU: "model_cpu.onnx"},
+    "moderation_v1": {FLOAT32: "model.onnx", CPU: "model_cpu.onnx"},
 }
 # Heads that read the encoder's features and VADER's scores: not served alone (their input
 # differs from the embedding heads' beside them), run from their committed files.
@@ -63,8 +76,9 @@ PRAISE = {
 
 @pytest.fixture(scope="module")
 def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TritonServer]:
-    encoder = REPOSITORY / "encoder" / "1" / "model.onnx"
-    assert encoder.is_file(), "run `modstream models build` before the model tests"
+    for name in ("model.onnx", "tuned.onnx"):
+        encoder = REPOSITORY / "encoder" / "1" / name
+        assert encoder.is_file(), "run `modstream models build` before the model tests"
     state = tmp_path_factory.mktemp("triton")
     with private_triton(REPOSITORY, state, (28100, 28101, 28102)) as server:
         yield server
@@ -87,7 +101,8 @@ def _infer(
     tensor = grpcclient.InferInput(MODEL_INPUT, list(data.shape), "BYTES")
     tensor.set_data_from_numpy(data)
     result = client.infer(model, [tensor], timeout=queue_timeout_us)
-    return {name: result.as_numpy(name) for name in MODEL_OUTPUTS}
+    names = [*MODEL_OUTPUTS, *([HARMS_OUTPUT] if HARMS_OUTPUT in HEADS.get(model, {}) else [])]
+    return {name: result.as_numpy(name) for name in names}
 
 
 def _encode(client: grpcclient.InferenceServerClient, texts: list[str]) -> Any:
@@ -123,16 +138,19 @@ def _served_encoder(triton: TritonServer, model: str) -> str:
 
 
 def _served_encode(
-    client: grpcclient.InferenceServerClient, texts: list[str], encoder: str
+    client: grpcclient.InferenceServerClient,
+    texts: list[str],
+    encoder: str,
+    model: str = "moderation_v1",
 ) -> dict[str, Array]:
-    """The ``tokenizer`` model, then the encoder file the moderation model serves here (the CPU
-    file or float32 ``model.onnx``) in process, in the served model's length groups."""
+    """The ``tokenizer`` model, then the encoder file ``model`` serves here (its CPU file or its
+    float32 one) in process, in the served model's length groups."""
     data = np.array([[t.encode("utf-8")] for t in texts], dtype=object)
     text = grpcclient.InferInput("TEXT", list(data.shape), "BYTES")
     text.set_data_from_numpy(data)
     tokens = client.infer("tokenizer", [text])
     ids, mask = tokens.as_numpy("input_ids"), tokens.as_numpy("attention_mask")
-    name = "model_cpu.onnx" if encoder == CPU else "model.onnx"
+    name = ENCODERS[model][encoder]
     session = ort.InferenceSession(
         str(REPOSITORY / "encoder" / "1" / name),
         providers=["CPUExecutionProvider"],
@@ -157,19 +175,25 @@ def _embedding_input(embedding: Array) -> grpcclient.InferInput:
 def _composing_steps(
     client: grpcclient.InferenceServerClient,
     texts: list[str],
-    heads: dict[str, str],
+    model: str,
     encoder: str,
 ) -> dict[str, Array]:
     """The former ensemble by hand: tokenizer, encoder, then each head, one call after another.
     The encoder is the file the moderation model serves here (run in process in its length
     groups); heads served alone are called on Triton; the features heads (not served alone: they
-    read the encoder's features and VADER's scores) run their committed files with
-    onnxruntime."""
-    encoded = _served_encode(client, texts, encoder)
+    read the encoder's features and VADER's scores) and the served model's own heads run their
+    committed files with onnxruntime."""
+    encoded = _served_encode(client, texts, encoder, model)
     vec = _embedding_input(encoded["embedding"])
     out = {}
-    for output, head in heads.items():
-        model, version = head.split("/")
+    for output, head in HEADS[model].items():
+        if head.endswith(".onnx"):
+            session = ort.InferenceSession(
+                str(REPOSITORY / head), providers=["CPUExecutionProvider"]
+            )
+            out[output] = session.run(["probabilities"], {"embedding": encoded["embedding"]})[0]
+            continue
+        name, version = head.split("/")
         if head in FEATURE_HEADS:
             lexicon = lexicon_scores(SentimentIntensityAnalyzer(), texts)
             session = ort.InferenceSession(
@@ -178,7 +202,7 @@ def _composing_steps(
             feed = {"features": np.hstack([encoded["features"], lexicon])}
             out[output] = session.run(["probabilities"], feed)[0]
         else:
-            result = client.infer(model, [vec], model_version=version)
+            result = client.infer(name, [vec], model_version=version)
             out[output] = result.as_numpy("probabilities")
     return out
 
@@ -276,7 +300,9 @@ def test_english_and_chinese_rows_satisfy_the_contract(
             sentiment=tuple(float(v) for v in out["SENTIMENT"][i]),
             intent=tuple(float(v) for v in out["INTENT"][i]),
             toxicity=tuple(float(v) for v in out["TOXICITY"][i]),
+            harms=tuple(float(v) for v in out[HARMS_OUTPUT][i]) if HARMS_OUTPUT in out else None,
         )
+    assert (HARMS_OUTPUT in out) == (model == "moderation")
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -310,7 +336,7 @@ def test_head_versions_can_be_addressed_directly(
     same messages they answer differently, and version 1 matches moderation_v1, which pins it."""
     texts = [*ABUSE["en"], *ABUSE["zh"]]
     encoder = _served_encoder(triton, "moderation_v1")
-    vec = _embedding_input(_served_encode(client, texts, encoder)["embedding"])
+    vec = _embedding_input(_served_encode(client, texts, encoder, "moderation_v1")["embedding"])
     one = client.infer("toxicity", [vec], model_version="1").as_numpy("probabilities")
     two = client.infer("toxicity", [vec], model_version="2").as_numpy("probabilities")
     assert one.shape == two.shape == (len(texts), 3)
@@ -327,8 +353,9 @@ def test_moderation_equals_its_composing_models(
     with the encoder the model says it serves."""
     texts = ["", "x" * 2000, "大家好", *_chat_lines(37)]
     got = _infer(client, texts, model, queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
-    want = _composing_steps(client, texts, HEADS[model], _served_encoder(triton, model))
-    for name in MODEL_OUTPUTS:
+    want = _composing_steps(client, texts, model, _served_encoder(triton, model))
+    assert set(got) == set(want)
+    for name in want:
         assert got[name].shape == want[name].shape
         assert float(np.abs(got[name] - want[name]).max()) <= 1e-5, name
 
@@ -359,8 +386,9 @@ def test_concurrent_requests_are_all_answered_and_the_server_stays_up(
         for name, labels in MODEL_OUTPUTS.items():
             assert result[name].shape == (100, len(labels))
             assert np.allclose(result[name].sum(axis=1), 1.0, atol=1e-4)
+        assert result[HARMS_OUTPUT].shape == (100, len(HARM_LABELS))
     alone = _infer(client, batches[5], queue_timeout_us=SLOW_QUEUE_TIMEOUT_US)
-    for name in MODEL_OUTPUTS:
+    for name in alone:
         # Neither encoder has a scale that depends on the batch (the CPU one: fixed or per
         # token), so only float rounding differs between length groups.
         assert float(np.abs(results[5][name] - alone[name]).max()) <= 1e-5
@@ -373,7 +401,7 @@ def test_float32_encoder_model_agrees_with_the_cpu_encoder(
     the same features within 2e-3 (about 15 significant bits per product) for every message."""
     texts = ["", "大家好", *_chat_lines(30)]
     fp32 = _encode(client, texts).as_numpy("features")
-    cpu = _served_encode(client, texts, CPU)["features"]
+    cpu = _served_encode(client, texts, CPU, "moderation_v1")["features"]
     gap = float(np.abs(fp32 - cpu).max())
     assert 0 < gap <= 2e-3
 

@@ -28,6 +28,7 @@ from modelbuild.embedding import Embedder
 from modelbuild.encoder_graph import build_encoder, save_encoder
 from modelbuild.head_inputs import HeadInputs
 from modelbuild.heads import HEAD_FEATURES_INPUT, HEAD_INPUT, Dense, Head, save_head
+from pipelines.scores import HARM_LABELS
 
 Array = np.ndarray[Any, Any]
 REPOSITORY = project_root() / "model_repository"
@@ -482,9 +483,33 @@ def _parameters(model: str) -> dict[str, str]:
     return dict(re.findall(r'key: "(\w+)" value: \{ string_value: "([^"]*)" \}', text))
 
 
+def test_the_served_model_reads_the_tuned_encoder_and_its_own_heads() -> None:
+    """``moderation`` reads the fine-tuned encoder the build writes from the committed delta,
+    its own committed heads (HARMS included) and tokenizes like the tokenizer model."""
+    params = _parameters("moderation")
+    tokenizer = _parameters("tokenizer")
+    assert (params["max_length"], params["prefix"]) == (
+        tokenizer["max_length"],
+        tokenizer["prefix"],
+    )
+    assert params["encoder_file"] == "../encoder/1/tuned.onnx"
+    assert params["cpu_encoder_file"] == "../encoder/1/tuned_cpu.onnx"
+    assert params["probe_file"] == "../encoder/probes.jsonl"
+    for task in ("sentiment", "intent", "toxicity", "harms"):
+        assert params[f"{task}_file"] == f"heads/{task}.onnx"
+        assert (REPOSITORY / "moderation" / params[f"{task}_file"]).is_file()
+    config = (REPOSITORY / "moderation" / "config.pbtxt").read_text()
+    assert (
+        '{ name: "HARMS" data_type: TYPE_FP32 dims: [ 5 ] label_filename: "harms_labels.txt" }'
+        in (config)
+    )
+    labels = (REPOSITORY / "moderation" / "harms_labels.txt").read_text().split()
+    assert tuple(labels) == HARM_LABELS
+
+
 @pytest.mark.parametrize(
     ("model", "sentiment", "intent", "toxicity"),
-    [("moderation", "2", "2", "3"), ("moderation_v1", "1", "1", "1")],
+    [("moderation_v2", "2", "2", "3"), ("moderation_v1", "1", "1", "1")],
 )
 def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
     model: str, sentiment: str, intent: str, toxicity: str
@@ -515,11 +540,11 @@ def test_repository_configs_use_the_tokenizer_settings_and_pinned_files(
 
 
 def test_build_installs_the_pipeline_source_into_both_models(tmp_path: Path) -> None:
-    """The build copies pipeline_model.py as model.py into moderation/1 and moderation_v1/1."""
+    """The build copies pipeline_model.py as model.py into every moderation model's folder."""
     paths = BuildPaths(tmp_path / "model_repository", tmp_path / "cache", tmp_path / "work")
     _install_serving_code(paths)
     source = (project_root() / "modelbuild" / "serving" / "pipeline_model.py").read_bytes()
-    assert PIPELINE_MODELS == ("moderation", "moderation_v1")
+    assert PIPELINE_MODELS == ("moderation", "moderation_v2", "moderation_v1")
     for name in PIPELINE_MODELS:
         assert (paths.repository / name / "1" / "model.py").read_bytes() == source
     # Heads served alone get the ONNX runner; sentiment 2 (features input) is read in place only.
