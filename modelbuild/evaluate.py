@@ -22,26 +22,26 @@ AUPRC, per language and per category).
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from modelbuild import probes
 from modelbuild.archives import iter_members
-from modelbuild.build import HEADS, SEED, BuildPaths, load_task_data
+from modelbuild.build import SEED, BuildPaths, load_task_data
 from modelbuild.datasets import INTENT, SENTIMENT, TOXICITY, Example, TaskData
 from modelbuild.decision_grading import HEADLINE_KEYS as DEVSET_HEADLINE_KEYS
 from modelbuild.decision_grading import format_grading, grade
 from modelbuild.devset import DevExample, read_devset
-from modelbuild.embedding import Embedder
-from modelbuild.head_inputs import HeadInputs
 from modelbuild.metrics import classification_report, false_positive_rate
+from modelbuild.real_text import load_real_text
+from modelbuild.real_text_eval import grade_real_text
 from modelbuild.sources import fetch_all
-from modelbuild.whole_decision import Scorer, decide_and_score, served_heads, served_scorer
+from modelbuild.whole_decision import Scorer, decide_and_score, served_scorer
+from pipelines.scores import ModelScores
 
 __all__ = [
     "HEADLINE_KEYS",
@@ -88,17 +88,27 @@ SPAM_KEYWORDS: tuple[str, ...] = (
     "客服",
 )
 _VADER_POSITIVE = 0.05
+REAL_TEXT_KEYS: tuple[str, ...] = (
+    "realtext_flag_en",
+    "realtext_flag_zh",
+    "realtext_block_en",
+    "realtext_block_zh",
+    "insult_cv_auc",
+)
 HEADLINE_KEYS: tuple[str, ...] = (
     "sentiment_macro_f1_en",
     "sentiment_acc_zh",
     "toxicity_fpr_chat",
     "intent_spam_fpr_chat",
     *DEVSET_HEADLINE_KEYS,
+    *REAL_TEXT_KEYS,
 )
-"""The last line of ``modstream models eval``, in this order."""
-TOXICITY_VERSIONS = tuple(f"{h.task}/{h.version}" for h in HEADS if h.task == "toxicity")
-"""Every toxicity head graded side by side; the served one (``moderation/config.pbtxt``, read
-by :func:`modelbuild.whole_decision.served_heads`) gives the headline's ``toxicity_fpr_chat``."""
+"""The last line of ``modstream models eval``, in this order (the served ``moderation``)."""
+SERVED = "moderation"
+PREVIOUS = "moderation_v2"
+"""The served model and the one before it (the packaged encoder and its heads), graded side by
+side on every measure."""
+MODELS = (SERVED, PREVIOUS)
 
 
 def headline_line(headline: dict[str, float]) -> str:
@@ -116,17 +126,30 @@ def keyword_intent(text: str) -> int:
     return INTENT.index("question") if low.rstrip().endswith(("?", "？")) else 0
 
 
-class _Head:
-    def __init__(self, path: Path) -> None:
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        self._session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.input = str(self._session.get_inputs()[0].name)
-        self.classes = int(self._session.get_outputs()[0].shape[1])
+class _Served:
+    """A served moderation model's code in process (float32 encoder), every text scored once."""
 
-    def proba(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
-        (probs,) = self._session.run(["probabilities"], {self.input: x})
-        return np.asarray(probs, dtype=np.float32)
+    _CHUNK = 256
+
+    def __init__(self, repository: Path, model: str) -> None:
+        self._score = served_scorer(repository, model)
+        self._cache: dict[str, ModelScores] = {}
+
+    def rows(self, texts: Sequence[str]) -> list[ModelScores]:
+        """The model's scores per text (a :data:`Scorer`)."""
+        missing = sorted({t for t in texts if t not in self._cache})
+        for start in range(0, len(missing), self._CHUNK):
+            chunk = missing[start : start + self._CHUNK]
+            self._cache.update(zip(chunk, self._score(chunk), strict=True))
+        return [self._cache[t] for t in texts]
+
+    def proba(self, task: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """``[n, classes]`` probabilities of one task."""
+        rows = self.rows(texts)
+        width = len({"sentiment": SENTIMENT, "intent": INTENT, "toxicity": TOXICITY}[task])
+        if not rows:
+            return np.zeros((0, width), dtype=np.float32)
+        return np.array([getattr(r, task) for r in rows], dtype=np.float32)
 
 
 def _vader(sdist: Path, work: Path) -> Any:
@@ -178,30 +201,37 @@ def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
     """Every figure of the report, as a JSON-ready dict."""
     archives = fetch_all(paths.cache)
     tasks = load_task_data(archives, SEED)
-    inputs = HeadInputs(Embedder(paths.encoder, paths.tokenizer, paths.work / "embeddings"))
-    heads = {f"{h.task}/{h.version}": _Head(paths.head(h)) for h in HEADS}
-    report: dict[str, Any] = {"seed": SEED}
+    served = {model: _Served(paths.repository, model) for model in MODELS}
+    report: dict[str, Any] = {"seed": SEED, "models": list(MODELS)}
 
     def predict(key: str, examples: list[Example]) -> npt.NDArray[np.float32]:
-        head = heads[key]
-        if not examples:
-            return np.zeros((0, head.classes), dtype=np.float32)
-        return head.proba(inputs.matrix(head.input, [e.text for e in examples]))
+        model, task = key.split("/")
+        return served[model].proba(task, [e.text for e in examples])
 
-    served = served_heads(paths.repository)
-    report["sentiment"] = _sentiment(
-        tasks["sentiment"], predict, served["sentiment"], archives["vader"], paths.work
-    )
+    report["sentiment"] = _sentiment(tasks["sentiment"], predict, archives["vader"], paths.work)
     chat_test = [e for e in tasks["intent"].split(True) if e.source == "chatterbot"]
-    report["intent"] = _intent(tasks["intent"], predict, served["intent"], chat_test)
+    report["intent"] = _intent(tasks["intent"], predict, chat_test)
     report["toxicity"] = _toxicity(tasks["toxicity"], predict, chat_test, archives["hatesonar"])
-    report["devset"] = grade_devset(served_scorer(paths.repository))
+    report["devset"] = grade_devset(served[SERVED].rows)
+    report["devset_previous"] = grade_devset(served[PREVIOUS].rows)["headline"]
+    real = load_real_text(archives)
+    report["real_text"] = grade_real_text(
+        real,
+        {model: s.rows for model, s in served.items()},
+        {SERVED: lambda: tuned_insult_out_of_fold(paths, archives, tasks, real)},
+    )
+    ours = report["real_text"][SERVED]
     report["headline"] = {
         "sentiment_macro_f1_en": report["sentiment"]["model"]["en_tweets"]["macro_f1"],
         "sentiment_acc_zh": report["sentiment"]["model"]["zh"]["accuracy"],
-        "toxicity_fpr_chat": report["toxicity"][served["toxicity"]]["fpr_chat"],
+        "toxicity_fpr_chat": report["toxicity"][SERVED]["fpr_chat"],
         "intent_spam_fpr_chat": report["intent"]["model"]["spam_fpr_chat"],
         **report["devset"]["headline"],
+        "realtext_flag_en": ours["everyday_en"]["flag_rate"],
+        "realtext_flag_zh": ours["everyday_zh"]["flag_rate"],
+        "realtext_block_en": ours["everyday_en"]["block_rate"],
+        "realtext_block_zh": ours["everyday_zh"]["block_rate"],
+        "insult_cv_auc": ours["insults"]["model_cv_auc"],
     }
     if log is not None:
         log("models_evaluated", **report["headline"])
@@ -218,7 +248,6 @@ def grade_devset(scorer: Scorer, examples: list[DevExample] | None = None) -> di
 def _sentiment(
     data: TaskData,
     predict: Callable[[str, list[Example]], npt.NDArray[np.float32]],
-    served: str,
     vader_sdist: Path,
     work: Path,
 ) -> dict[str, Any]:
@@ -230,7 +259,7 @@ def _sentiment(
         "zh": [e for e in test if e.lang == "zh"],
     }
     out: dict[str, Any] = {"model": {}, "previous": {}, "vader": {}, "tfidf_lr": {}}
-    for system, key in (("model", served), ("previous", "sentiment/1")):
+    for system, key in (("model", f"{SERVED}/sentiment"), ("previous", f"{PREVIOUS}/sentiment")):
         for name, examples in groups.items():
             probs = predict(key, examples)
             pred = _zh_binary(probs) if name == "zh" else probs.argmax(axis=1).astype(np.int64)
@@ -253,6 +282,16 @@ def _sentiment(
 
 
 def _intent(
+    data: TaskData,
+    predict: Callable[[str, list[Example]], npt.NDArray[np.float32]],
+    chat_test: list[Example],
+) -> dict[str, Any]:
+    out = _intent_of(data, predict, f"{SERVED}/intent", chat_test)
+    out["previous"] = _intent_of(data, predict, f"{PREVIOUS}/intent", chat_test)["model"]
+    return out
+
+
+def _intent_of(
     data: TaskData,
     predict: Callable[[str, list[Example]], npt.NDArray[np.float32]],
     served: str,
@@ -307,7 +346,8 @@ def _toxicity(
     praise = [
         Example(t, 0, lang, "probe", True) for lang, texts in probes.PRAISE.items() for t in texts
     ]
-    for key in TOXICITY_VERSIONS:
+    for model in MODELS:
+        key = f"{model}/toxicity"
         res: dict[str, Any] = {}
         for lang in ("en", "zh"):
             examples = [e for e in test if e.lang == lang]
@@ -323,7 +363,7 @@ def _toxicity(
             res[f"praise_probe_flagged_{lang}"] = round(
                 float((praise_p[p].argmax(1) != 0).mean()), 4
             )
-        out[key] = res
+        out[model] = res
     base: dict[str, Any] = {}
     en_test = [e for e in test if e.lang == "en"]
     sonar_pred = sonar.predict_proba([e.text for e in en_test]).argmax(1).astype(np.int64)
@@ -350,7 +390,7 @@ def format_report(report: dict[str, Any]) -> str:
                 f"macro_f1={res['macro_f1']:.3f}"
             )
     i = report["intent"]
-    for system in ("model", "keywords"):
+    for system in ("model", "previous", "keywords"):
         for lang in ("en", "zh"):
             res = i[system][lang]
             lines.append(
@@ -362,7 +402,7 @@ def format_report(report: dict[str, Any]) -> str:
             f"intent    {system:9s} spam_or_ad_fpr_on_chat={i[system]['spam_fpr_chat']:.4f}"
         )
     t = report["toxicity"]
-    for key in (*TOXICITY_VERSIONS, "hatesonar_baseline"):
+    for key in (*MODELS, "hatesonar_baseline"):
         res = t[key]
         parts = [f"fpr_chat={res['fpr_chat']:.4f}"]
         parts += [f"{k}={v:.2f}" for k, v in res.items() if k.startswith(("abuse", "praise"))]
@@ -372,5 +412,55 @@ def format_report(report: dict[str, Any]) -> str:
             parts.append(f"weak_zh_macro_f1={res['weak_labels_zh']['macro_f1']:.3f}")
         lines.append(f"toxicity  {key:18s} " + " ".join(parts))
     lines.extend(format_grading(report["devset"]))
+    lines.extend(_format_real_text(report["real_text"]))
     lines.append(headline_line(report["headline"]))
     return "\n".join(lines)
+
+
+def _format_real_text(real: dict[str, Any]) -> list[str]:
+    lines = []
+    for model, figures in real.items():
+        for name in ("everyday_en", "everyday_zh"):
+            f = figures[name]
+            lines.append(
+                f"realtext  {model:14s} {name:11s} n={f['lines']:5d} flag={f['flag_rate']:.4f} "
+                f"block={f['block_rate']:.4f} escalate={f['escalate_rate']:.4f}"
+            )
+        ins = figures["insults"]
+        cv = "".join(f" {k}={ins[k]:.4f}" for k in ("model_cv_auc", "model_auc") if k in ins)
+        lines.append(
+            f"realtext  {model:14s} insults     n={ins['comments']:5d} auc={ins['auc']:.4f} "
+            f"auprc={ins['auprc']:.4f} catch={ins['catch']:.4f} "
+            f"flag_other={ins['flag_rate_other']:.4f}{cv}"
+        )
+    return lines
+
+
+def tuned_insult_out_of_fold(
+    paths: BuildPaths,
+    archives: dict[str, Path],
+    tasks: dict[str, TaskData],
+    real: Any,
+) -> Mapping[str, float]:
+    """The served model's insult probability for each comment of ``train.csv`` from the insult
+    output fitted without the comment's fold (the recipe of :mod:`modelbuild.train`, on the
+    served float32 encoder), calibrated with the served temperature; by canonical text."""
+    import json
+
+    from modelbuild.embedding import Embedder
+    from modelbuild.harm_labels import harm_lines
+    from modelbuild.train import TrainPaths, comment_texts, insult_output, insult_rows
+    from modelbuild.tuning_data import training_examples
+
+    manifest = json.loads(TrainPaths(paths).manifest.read_text(encoding="utf-8"))
+    temperature = float(manifest["temperatures"]["harms"]["insult"])
+    examples = training_examples(tasks, harm_lines(SEED), real, SEED)
+    keep, y_rows = insult_rows(examples, int(manifest["config"]["seed"]))
+    embedder = Embedder(paths.tuned_encoder, paths.tokenizer, paths.work / "tuned_embeddings")
+    texts = comment_texts(real.insults)
+    x_rows = embedder.embed([examples[i].text for i in keep])
+    _, _, logits, _ = insult_output(
+        real.insults, embedder.embed(texts), x_rows, y_rows, int(manifest["config"]["seed"])
+    )
+    probs = 1.0 / (1.0 + np.exp(-logits / temperature))
+    return dict(zip(texts, (float(p) for p in probs), strict=True))

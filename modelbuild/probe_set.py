@@ -95,12 +95,14 @@ def probe_lines(name: str = "probe_l") -> tuple[DevExample, ...]:
     return tuple(out)
 
 
-def probe_report(repository: Path, name: str = "probe_l") -> dict[str, Any]:
-    """Probe ``name`` graded with the served model of ``repository`` (see the module docstring)."""
+def probe_report(
+    repository: Path, name: str = "probe_l", model: str = "moderation"
+) -> dict[str, Any]:
+    """Probe ``name`` graded with ``model`` of ``repository`` (see the module docstring)."""
     from modelbuild.evaluate import grade_devset
     from modelbuild.whole_decision import served_scorer
 
-    return grade_devset(served_scorer(repository), list(probe_lines(name)))
+    return grade_devset(served_scorer(repository, model), list(probe_lines(name)))
 
 
 def _lines(report: dict[str, Any], name: str) -> list[str]:
@@ -131,10 +133,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=letters[-1],
         help=f"which probe set (default: {letters[-1]}, the newest)",
     )
+    parser.add_argument(
+        "--model",
+        default="moderation",
+        help="which moderation model decides (default: moderation; moderation_v2 is the previous)",
+    )
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
     args = parser.parse_args(argv)
     name = f"probe_{args.probe}"
-    report = probe_report(args.repository or project_root() / "model_repository", name)
+    report = probe_report(args.repository or project_root() / "model_repository", name, args.model)
     print("\n".join(_lines(report, name)))
     if args.json is not None:
         import json

@@ -36,10 +36,10 @@ import numpy as np
 from pipelines.canonical import CanonicalText, canonicalize
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage
-from pipelines.policy import PolicyThresholds, decide, standing_flags
+from pipelines.policy import PolicyThresholds, decide, model_flag_pairs, standing_flags
 from pipelines.rule_hits import RuleOutcome
 from pipelines.rules import RuleEngine, default_ruleset
-from pipelines.scores import MODEL_OUTPUTS, ModelScores
+from pipelines.scores import HARMS_OUTPUT, MODEL_OUTPUTS, ModelScores
 from pipelines.verdict import PolicyResult
 
 __all__ = [
@@ -53,7 +53,6 @@ __all__ = [
     "harm_score",
     "outcomes_and_scores",
     "served_config",
-    "served_heads",
     "served_scorer",
 ]
 
@@ -165,20 +164,16 @@ def harm_score(
 ) -> float:
     """How harmful the whole decision finds a message, in [0, 1], for ranking (AUPRC): 1.0 when a
     flag or block rule hit it; else ``r / (1 + r)`` where ``r`` is its largest model probability
-    over that probability's flag threshold (``1 - P(none)`` over ``flag_offensive``,
-    ``P(hate)`` over ``flag_hate``, ``P(spam)`` and ``P(advertisement)`` over theirs). The model
-    flags or blocks a message exactly when its score is at least 0.5. A flag the model clears
+    over that probability's flag threshold (``policy.model_flag_pairs``: ``1 - P(none)`` over
+    ``flag_offensive``, ``P(hate)`` over ``flag_hate``, ``P(spam)`` and ``P(advertisement)`` over
+    theirs, and each harm over its ``flag_<harm>`` when the model has them). The model flags or
+    blocks a message exactly when its score is at least 0.5. A flag the model clears
     (``policy.standing_flags``) does not count as a rule hit."""
     if outcome.is_decisive or standing_flags(outcome.hits, scores, thresholds):
         return RULE_SCORE
     if scores is None:
         return 0.0
-    pairs = (
-        (min(1.0, max(0.0, 1.0 - scores.toxicity[0])), thresholds.flag_offensive),
-        (scores.toxicity[2], thresholds.flag_hate),
-        (scores.intent[2], thresholds.flag_spam),
-        (scores.intent[3], thresholds.flag_advertisement),
-    )
+    pairs = model_flag_pairs(scores, thresholds)
     if any(threshold == 0.0 for _, threshold in pairs):
         return RULE_SCORE
     ratio = max(value / threshold for value, threshold in pairs)
@@ -200,16 +195,6 @@ def served_config(repository: Path, model: str = "moderation") -> dict[str, str]
         "parameters": {k: {"string_value": v} for k, v in _PARAMETER.findall(text)},
     }
     return {"model_config": json.dumps(config), "model_repository": str(repository / model)}
-
-
-def served_heads(repository: Path, model: str = "moderation") -> dict[str, str]:
-    """The head each output of ``model`` reads, as ``task/version`` (``{"toxicity":
-    "toxicity/3", ...}``), from the ``<task>_file`` parameters of its ``config.pbtxt``."""
-    parameters = json.loads(served_config(repository, model)["model_config"])["parameters"]
-    return {
-        task: "/".join(Path(parameters[f"{task}_file"]["string_value"]).parts[1:3])
-        for task in ("sentiment", "intent", "toxicity")
-    }
 
 
 def served_scorer(
@@ -237,10 +222,14 @@ def served_scorer(
 
     def score(texts: Sequence[str]) -> list[ModelScores]:
         out = served.scores(list(texts))
-        rows = {name: np.asarray(out[name], dtype=np.float64).tolist() for name in MODEL_OUTPUTS}
+        names = [*MODEL_OUTPUTS, *([HARMS_OUTPUT] if HARMS_OUTPUT in out else [])]
+        rows = {name: np.asarray(out[name], dtype=np.float64).tolist() for name in names}
+        harms = rows.get(HARMS_OUTPUT, [None] * len(texts))
         return [
-            ModelScores(tuple(s), tuple(i), tuple(t))
-            for s, i, t in zip(rows["SENTIMENT"], rows["INTENT"], rows["TOXICITY"], strict=True)
+            ModelScores(tuple(s), tuple(i), tuple(t), tuple(h) if h is not None else None)
+            for s, i, t, h in zip(
+                rows["SENTIMENT"], rows["INTENT"], rows["TOXICITY"], harms, strict=True
+            )
         ]
 
     return score

@@ -19,7 +19,6 @@ from modelbuild.whole_decision import (
     decide_texts,
     harm_score,
     served_config,
-    served_heads,
 )
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
@@ -164,7 +163,8 @@ def test_printed_lines_put_the_weakest_transform_first() -> None:
 
 
 def test_headline_line_format() -> None:
-    """The eval's last line: the twelve keys in the documented order, four decimals each."""
+    """The eval's last line: the seventeen keys in the documented order (the real-text ones
+    last), four decimals each."""
     values = dict(zip(EVAL_KEYS, [i / 7 for i in range(len(EVAL_KEYS))], strict=True))
     line = headline_line(values)
     assert line.split(" ")[0] == "sentiment_macro_f1_en=0.0000"
@@ -182,6 +182,11 @@ def test_headline_line_format() -> None:
         "benign_fpr_zh",
         "f1_en",
         "f1_zh",
+        "realtext_flag_en",
+        "realtext_flag_zh",
+        "realtext_block_en",
+        "realtext_block_zh",
+        "insult_cv_auc",
     ]
     with pytest.raises(ValueError, match="headline keys"):
         headline_line(dict(reversed(values.items())))
@@ -203,20 +208,12 @@ def test_served_config_reads_the_moderation_model() -> None:
     """The in-process scorer is configured with the served model's outputs and head files."""
     args = served_config(project_root() / "model_repository")
     config = json.loads(args["model_config"])
-    assert [o["name"] for o in config["output"]] == ["SENTIMENT", "INTENT", "TOXICITY"]
-    assert config["parameters"]["toxicity_file"]["string_value"] == "../toxicity/3/model.onnx"
-
-
-def test_served_heads_follow_the_config_parameters() -> None:
-    """Each output's head is read from the served config, not restated in code."""
-    heads = served_heads(project_root() / "model_repository")
-    assert heads["toxicity"] == "toxicity/3"
-    assert heads["intent"] == "intent/2"
-    assert served_heads(project_root() / "model_repository", "moderation_v1") == {
-        "sentiment": "sentiment/1",
-        "intent": "intent/1",
-        "toxicity": "toxicity/1",
-    }
+    assert [o["name"] for o in config["output"]] == ["SENTIMENT", "INTENT", "TOXICITY", "HARMS"]
+    assert config["parameters"]["toxicity_file"]["string_value"] == "heads/toxicity.onnx"
+    previous = json.loads(
+        served_config(project_root() / "model_repository", "moderation_v2")["model_config"]
+    )
+    assert previous["parameters"]["toxicity_file"]["string_value"] == "../toxicity/3/model.onnx"
 
 
 def test_if_plain_caught_counts_only_disguises_of_caught_seeds() -> None:
