@@ -56,7 +56,7 @@ _ROOT = Path(__file__).resolve().parent.parent
 _REPOSITORY = _ROOT / "model_repository"
 _CPU_FILE = _REPOSITORY / "encoder" / "1" / "model_cpu.onnx"
 _DEV_SET = _ROOT / "modelbuild" / "data" / "adversarial_dev.jsonl"
-_OUTPUTS = ("SENTIMENT", "INTENT", "TOXICITY")
+_OUTPUTS = ("SENTIMENT", "INTENT", "TOXICITY", "HARMS")
 
 Scores = Callable[[list[str]], dict[str, Any]]
 
@@ -167,13 +167,15 @@ def _isa(step: int) -> None:
         folder = Path(tmp)
         targets = available_targets(folder / "noamx")
         runs: dict[str, dict[str, Any]] = {}
-        for target, encoder in [
-            (targets[0], "model.onnx"),
-            *((t, "model_cpu.onnx") for t in targets),
-        ]:
-            args = served_config(_REPOSITORY, "moderation")
+        args = served_config(_REPOSITORY, "moderation")
+        params = json.loads(args["model_config"])["parameters"]
+        files = {
+            "float32": params["encoder_file"]["string_value"],
+            "cpu": params["cpu_encoder_file"]["string_value"],
+        }
+        for target, encoder in [(targets[0], "float32"), *((t, "cpu") for t in targets)]:
             config = json.loads(args["model_config"])
-            config["parameters"]["encoder_file"] = {"string_value": f"../encoder/1/{encoder}"}
+            config["parameters"]["encoder_file"] = {"string_value": files[encoder]}
             config["parameters"].pop("cpu_encoder_file")
             spec = folder / f"{target.name}-{encoder}.json"
             spec.write_text(
@@ -187,9 +189,9 @@ def _isa(step: int) -> None:
             runs[f"{target.name}-{encoder}"] = {
                 k: v for k, v in np.load(out).items() if k in _OUTPUTS
             }
-    fp32, native = runs["native-model.onnx"], runs["native-model_cpu.onnx"]
+    fp32, native = runs["native-float32"], runs["native-cpu"]
     for target in targets:
-        got = runs[f"{target.name}-model_cpu.onnx"]
+        got = runs[f"{target.name}-cpu"]
         to_fp32 = max(float(np.abs(got[n] - fp32[n]).max()) for n in _OUTPUTS)
         to_native = max(float(np.abs(got[n] - native[n]).max()) for n in _OUTPUTS)
         kernel = target.kernel.replace(" ", "_")
