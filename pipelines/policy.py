@@ -141,33 +141,31 @@ class PolicyConfigError(PipelineError):
 @dataclass(frozen=True, slots=True)
 class PolicyThresholds:
     """Thresholds on model probabilities. The worker's settings hold one as ``policy``
-    (``MODSTREAM_POLICY__FLAG_HATE=0.4`` ...); a grey-zone harmful probability in
-    ``[escalate_low, escalate_high)`` escalates. ``escalate_low`` defaults to ``flag_offensive``:
-    what the model flags but does not block goes to a person, and nothing the model allows does
-    (an escalated allow is a reviewer's time spent on ordinary chat; with 0.45 the grey zone
-    escalated 2.9 % of everyday English chat lines against 1.8 % at 0.60, catching nothing
-    more, see ``modstream models eval``). The four flag thresholds are chosen per category on
-    the dev set by ``python -m modelbuild.thresholds``: the most harmful dev-set lines caught
-    without flagging more of the dev set's hard benign lines and the held-out everyday chat
-    lines than before (the held-out benign family lines counted too). ``flag_offensive`` 0.65
-    stays (lower values flag more everyday chat; 0.65 had replaced 0.60 when 554 held-out chat
-    lines were flagged 9 and 8 times), ``flag_hate`` 0.40 (was 0.60), ``flag_spam`` 0.65 (was
-    0.70) and ``flag_advertisement`` 0.40 (was 0.70): dev-set catch 0.970 -> 0.977 with the same
-    1.8 % of 1,319 everyday lines flagged (the split-int8 CPU encoder;
-    ``model_repository/moderation/MODEL_CARD.md``). Since the intent head is trained at natural
-    class frequencies (2026-12-06) its spam probabilities run lower: ``flag_spam`` 0.40 (was
-    0.65), chosen on the dev set, the read probes and the held-out lines together
-    (``python -m modelbuild.thresholds --with-probes l,m,n,o,p`` keeps all four defaults; the dev
-    set alone no longer separates the candidates): the same dev-set catch, the probes L-O's
-    English everyday lines flagged 0.7 % (1.1 % at balanced classes and 0.65)."""
+    (``MODSTREAM_POLICY__FLAG_HATE=0.7`` ...), and a policy file may set any of them; a grey-zone
+    harmful probability in ``[escalate_low, escalate_high)`` escalates (``escalate_low``
+    defaults to ``flag_offensive``: what the model flags but does not block goes to a person,
+    and nothing the model allows does).
+
+    The served model's heads are calibrated (temperature scaling on held-out examples, see
+    ``model_repository/moderation/MODEL_CARD.md``), so one number means the same in every
+    category: every non-severe flag threshold is 0.65 (offensive, hate, spam, advertisement,
+    insult, sexual solicitation), and the severe harms (threat, self-harm, incitement) flag and
+    escalate from 0.5, since a person should see them sooner. Blocks need near-certainty:
+    offensive 0.95, insult and spam 0.97, hate 0.85 (hate at or above ``escalate_high`` is
+    also escalated as severe). Measured with ``modstream models eval`` and ``python -m
+    modelbuild.probe_set`` against the thresholds the previous, uncalibrated heads used (hate,
+    spam and advertisement 0.40, the harms 0.5): real everyday English text messages flagged
+    2.9 % instead of 4.2 %, Chinese customer-service lines 0.4 % instead of 0.5 %, the dev set's
+    hard benign lines 1.4 % / 8.1 % instead of 4.1 % / 12.2 % (en / zh), for 3 and 1 points of
+    plain harmful catch on the written probe X (0.90 / 0.89)."""
 
     block_hate: float = 0.85
     block_offensive: float = 0.95
     flag_offensive: float = 0.65
-    flag_hate: float = 0.40
+    flag_hate: float = 0.65
     block_spam: float = 0.97
-    flag_spam: float = 0.40
-    flag_advertisement: float = 0.40
+    flag_spam: float = 0.65
+    flag_advertisement: float = 0.65
     escalate_low: float = 0.65
     escalate_high: float = 0.85
     model_clears_below: float = 0.01
@@ -177,7 +175,7 @@ class PolicyThresholds:
     sweep), the word lists that yield (both profanity lists and the Chinese insult list) had their
     flags cleared on six everyday lines (ordinary senses, swearing at nobody, a word discussed)
     and on no harmful line; at 0.02 a harmful line ("草泥马的中单, 又送") was cleared too."""
-    flag_insult: float = 0.5
+    flag_insult: float = 0.65
     """The harm thresholds below apply only to a model with the ``HARMS`` output (independent
     calibrated probabilities, so one number means the same in every category). An insult at
     a participant flags (category ``offensive``) at ``flag_insult`` and blocks at
@@ -190,7 +188,7 @@ class PolicyThresholds:
     blocked, and it caps a model-driven block at flag."""
     flag_self_harm_incitement: float = 0.5
     """Telling someone to hurt themselves flags and escalates (``self_harm_incitement``)."""
-    flag_sexual_solicitation: float = 0.5
+    flag_sexual_solicitation: float = 0.65
     """Sexual solicitation flags (category ``sexual``)."""
 
     def __post_init__(self) -> None:

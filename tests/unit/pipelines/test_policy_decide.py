@@ -150,13 +150,14 @@ def test_model_unavailable_ignores_scores() -> None:
     ("scores", "decision", "category", "reason"),
     [
         (_scores(hate=0.91), Decision.BLOCK, "hate", "toxicity.hate=0.910>=0.85"),
-        (_scores(hate=0.62, offensive=0.2), Decision.FLAG, "hate", "toxicity.hate=0.620>=0.4"),
+        (_scores(hate=0.7, offensive=0.2), Decision.FLAG, "hate", "toxicity.hate=0.700>=0.65"),
         (_scores(offensive=0.96), Decision.BLOCK, "offensive", "toxicity.offensive_or_hate"),
         (_scores(offensive=0.7), Decision.FLAG, "offensive", "toxicity.offensive_or_hate=0.700"),
         (_scores(spam=0.98), Decision.BLOCK, "spam", "intent.spam=0.980>=0.97"),
-        (_scores(spam=0.75), Decision.FLAG, "spam", "intent.spam=0.750>=0.4"),
-        (_scores(spam=0.45), Decision.FLAG, "spam", "intent.spam=0.450>=0.4"),
-        (_scores(ad=0.8), Decision.FLAG, "advertisement", "intent.advertisement=0.800>=0.4"),
+        (_scores(spam=0.75), Decision.FLAG, "spam", "intent.spam=0.750>=0.65"),
+        (_scores(spam=0.66), Decision.FLAG, "spam", "intent.spam=0.660>=0.65"),
+        (_scores(spam=0.6), Decision.ALLOW, None, None),
+        (_scores(ad=0.8), Decision.FLAG, "advertisement", "intent.advertisement=0.800>=0.65"),
         (_scores(offensive=0.1, spam=0.2), Decision.ALLOW, None, None),
     ],
 )

@@ -26,12 +26,12 @@ from pipelines.verdict import DecidedBy, Decision
 
 T = PolicyThresholds()
 HARM_THRESHOLDS = {
-    "flag_insult": 0.5,
+    "flag_insult": 0.65,
     "block_insult": 0.97,
     "flag_threat": 0.5,
     "flag_self_harm": 0.5,
     "flag_self_harm_incitement": 0.5,
-    "flag_sexual_solicitation": 0.5,
+    "flag_sexual_solicitation": 0.65,
 }
 
 
@@ -147,12 +147,14 @@ def test_low_harms_allow() -> None:
 )
 def test_a_non_severe_harm_flags_under_its_category(label: str, category: str) -> None:
     """Insult and sexual solicitation at their flag threshold FLAG under ``offensive`` and
-    ``sexual``, with a reason naming the harm; no escalation, no block."""
-    result = decide(RuleOutcome(), _scores(harms={label: 0.5}), T)
+    ``sexual``, with a reason naming the harm, no block. At the default thresholds an insult's
+    flag is also in the grey zone (``flag_insult`` = ``escalate_low``), so a person sees it, as
+    an offensive flag is; sexual solicitation is not escalated."""
+    result = decide(RuleOutcome(), _scores(harms={label: 0.65}), T)
     assert result.decision is Decision.FLAG
     assert result.category == category == HARM_CATEGORIES[label]
-    assert result.reasons == (f"harms.{label}=0.500>=0.5",)
-    assert not result.escalate
+    assert result.reasons[0] == f"harms.{label}=0.650>=0.65"
+    assert result.escalate == (label == "insult")
 
 
 def test_an_insult_blocks_at_block_insult() -> None:
@@ -231,8 +233,8 @@ def test_harm_reasons_follow_the_rule_reasons() -> None:
     """A flag rule and a harm: the rule reason first, then the model's, as for other model
     reasons."""
     hit = RuleHit("en.x", "offensive", Severity.MEDIUM, RuleAction.FLAG)
-    result = decide(RuleOutcome((hit,)), _scores(harms={"sexual_solicitation": 0.6}), T)
-    assert result.reasons == ("rule:en.x", "harms.sexual_solicitation=0.600>=0.5")
+    result = decide(RuleOutcome((hit,)), _scores(harms={"sexual_solicitation": 0.7}), T)
+    assert result.reasons == ("rule:en.x", "harms.sexual_solicitation=0.700>=0.65")
 
 
 def test_a_lowered_threshold_moves_the_decision() -> None:
@@ -260,7 +262,7 @@ def test_an_insult_in_the_grey_zone_escalates() -> None:
     result = decide(RuleOutcome(), _scores(offensive=0.1, harms={"insult": 0.7}), T)
     assert result.decision is Decision.FLAG
     assert result.escalate
-    assert result.reasons == ("harms.insult=0.700>=0.5", "grey_zone:harms.insult=0.700")
+    assert result.reasons == ("harms.insult=0.700>=0.65", "grey_zone:harms.insult=0.700")
 
 
 def test_the_grey_zone_reads_the_larger_of_toxic_and_insult() -> None:
