@@ -20,9 +20,8 @@ each with its encoder fixed (no load-time choice): float32 ``model.onnx`` and th
   over every ``--isa-step``-th probe (emulation is about 200x slower).
 
 Last line: ``fp32_msgs_per_s=… cpu_msgs_per_s=… cpu_model_speedup=… cpu_time_speedup=…
-max_deviation=… batch_dependence=…``. ``--eval`` instead grades the CPU encoder with
-``modstream models eval``'s own code (heads unchanged; embeddings cached under
-``<models.work_dir>/build-cpu``) and prints its report.
+max_deviation=… batch_dependence=…``. ``--eval`` instead runs ``modstream models eval`` with
+each moderation model on the CPU encoder file its config names and prints its report.
 """
 
 from __future__ import annotations
@@ -34,18 +33,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from bench.models import cycled_batch, sample_messages
 
-if TYPE_CHECKING:
-    from modelbuild.build import BuildPaths
-
 __all__ = [
     "agreement",
-    "cpu_eval_paths",
     "cpu_model_speedup",
     "deviation_texts",
     "main",
@@ -79,20 +74,6 @@ def served_scores(repository: Path, model: str, threads: int, *, cpu_encoder: bo
     served = TritonPythonModel()
     served.initialize({**args, "model_config": json.dumps(config)})
     return served.scores
-
-
-def cpu_eval_paths(repository: Path, work: Path) -> BuildPaths:
-    """Build paths for ``evaluate``: the heads, tokenizer and cache as usual, but ``encoder`` is
-    the CPU file; embeddings are cached under ``work/build-cpu`` so the float32 cache in
-    ``work/build`` stays valid."""
-    from modelbuild.build import BuildPaths
-
-    class CpuEncoderPaths(BuildPaths):
-        @property
-        def encoder(self) -> Path:
-            return self.repository / "encoder" / "1" / "model_cpu.onnx"
-
-    return CpuEncoderPaths(repository, work / "cache", work / "build-cpu")
 
 
 def deviation_texts() -> list[str]:
@@ -214,11 +195,13 @@ def main(argv: list[str] | None = None) -> int:
         print("run `modstream models build` first", file=sys.stderr)
         return 2
     if args.eval:
+        from modelbuild.build import BuildPaths
         from modelbuild.evaluate import evaluate, format_report
         from modelbuild.settings import ModelToolSettings
 
-        paths = cpu_eval_paths(_REPOSITORY, ModelToolSettings().models.work_dir)
-        print(format_report(evaluate(paths)))
+        work = ModelToolSettings().models.work_dir
+        paths = BuildPaths(_REPOSITORY, work / "cache", work / "build")
+        print(format_report(evaluate(paths, cpu_encoder=True)))
         return 0
     from bench.instruction_sets.targets import native_kernel
     from modelbuild.whole_decision import decide_texts, served_scorer

@@ -127,12 +127,13 @@ def keyword_intent(text: str) -> int:
 
 
 class _Served:
-    """A served moderation model's code in process (float32 encoder), every text scored once."""
+    """A served moderation model's code in process (float32 encoder unless asked for the CPU
+    one), every text scored once."""
 
     _CHUNK = 256
 
-    def __init__(self, repository: Path, model: str) -> None:
-        self._score = served_scorer(repository, model)
+    def __init__(self, repository: Path, model: str, *, cpu_encoder: bool = False) -> None:
+        self._score = served_scorer(repository, model, cpu_encoder=cpu_encoder)
         self._cache: dict[str, ModelScores] = {}
 
     def rows(self, texts: Sequence[str]) -> list[ModelScores]:
@@ -197,11 +198,14 @@ def _zh_binary(probs: npt.NDArray[np.float32]) -> Ints:
     return np.where(probs[:, 2] >= probs[:, 0], 2, 0).astype(np.int64)
 
 
-def evaluate(paths: BuildPaths, log: Log | None = None) -> dict[str, Any]:
-    """Every figure of the report, as a JSON-ready dict."""
+def evaluate(
+    paths: BuildPaths, log: Log | None = None, *, cpu_encoder: bool = False
+) -> dict[str, Any]:
+    """Every figure of the report, as a JSON-ready dict: each model with its float32 encoder, or
+    with ``cpu_encoder`` the CPU file its config names (``python -m bench.cpu_model --eval``)."""
     archives = fetch_all(paths.cache)
     tasks = load_task_data(archives, SEED)
-    served = {model: _Served(paths.repository, model) for model in MODELS}
+    served = {model: _Served(paths.repository, model, cpu_encoder=cpu_encoder) for model in MODELS}
     report: dict[str, Any] = {"seed": SEED, "models": list(MODELS)}
 
     def predict(key: str, examples: list[Example]) -> npt.NDArray[np.float32]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 from bench.models import _interleaved, _model_args
 from common.settings import project_root
@@ -22,10 +21,11 @@ def test_model_args_carry_the_served_config() -> None:
         ("SENTIMENT", [3]),
         ("INTENT", [4]),
         ("TOXICITY", [3]),
+        ("HARMS", [5]),
     ]
     params = {k: v["string_value"] for k, v in config["parameters"].items()}
-    assert params["sentiment_file"] == "../sentiment/2/model.onnx"
-    assert params["toxicity_file"] == "../toxicity/3/model.onnx"
+    assert params["sentiment_file"] == "heads/sentiment.onnx"
+    assert params["toxicity_file"] == "heads/toxicity.onnx"
     assert params["max_length"] == "64"
 
 
@@ -62,19 +62,4 @@ def test_cpu_model_bench_runs_both_encoders_and_compares_them() -> None:
     assert 0.1 < p99 <= largest
     assert changes == 1
     params = json.loads(_model_args(REPOSITORY, "moderation")["model_config"])["parameters"]
-    assert params["cpu_encoder_file"]["string_value"] == "../encoder/1/model_cpu.onnx"
-
-
-def test_cpu_eval_paths_grade_the_cpu_encoder_with_the_same_heads(tmp_path: Path) -> None:
-    """``bench.cpu_model --eval`` hands ``evaluate`` paths whose encoder is ``model_cpu.onnx``
-    and whose heads, tokenizer and package cache are the usual ones; embeddings go elsewhere."""
-    from bench.cpu_model import cpu_eval_paths
-    from modelbuild.build import HEADS, BuildPaths
-
-    usual = BuildPaths(REPOSITORY, tmp_path / "cache", tmp_path / "build")
-    cpu = cpu_eval_paths(REPOSITORY, tmp_path)
-    assert cpu.encoder == REPOSITORY / "encoder" / "1" / "model_cpu.onnx"
-    assert usual.encoder == REPOSITORY / "encoder" / "1" / "model.onnx"
-    assert [cpu.head(h) for h in HEADS] == [usual.head(h) for h in HEADS]
-    assert (cpu.tokenizer, cpu.cache) == (usual.tokenizer, usual.cache)
-    assert cpu.work != usual.work
+    assert params["cpu_encoder_file"]["string_value"] == "../encoder/1/tuned_cpu.onnx"
