@@ -15,13 +15,15 @@ space-separated scripts need word boundaries; Chinese keywords match anywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import ahocorasick
 import re2
 
-from pipelines.canonical import CanonicalText
+from pipelines.canonical import CanonicalText, TracedText
+from pipelines.canonical.leet import mask_fits
 from pipelines.canonical.scripts import is_han
+from pipelines.rule_hits import HitSpan
 from pipelines.rules.config import KeywordRule, compile_re2_set
 from pipelines.rules.masks import MaskMatcher
 from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
@@ -77,6 +79,8 @@ class KeywordMatcher:
         "_masks",
         "_pinyin",
         "_pinyin_words",
+        "_rule_keywords",
+        "_rule_pinyin_words",
         "_unspaced",
         "_unspaced_ids",
     )
@@ -86,6 +90,9 @@ class KeywordMatcher:
         for rule in rules:
             for keyword in rule.keywords:
                 entries.setdefault(keyword, []).append(rule.meta.id)
+        self._rule_keywords: dict[str, tuple[str, ...]] = {
+            rule.meta.id: tuple(dict.fromkeys(rule.keywords)) for rule in rules
+        }
         self._automaton = ahocorasick.Automaton()
         unspaced: list[tuple[str, tuple[str, ...]]] = []
         for keyword, rule_ids in entries.items():
@@ -117,6 +124,10 @@ class KeywordMatcher:
         self._pinyin_words = {
             word: (tuple(anywhere), tuple(near_han)) for word, (anywhere, near_han) in words.items()
         }
+        by_rule: dict[str, dict[str, bool]] = {}
+        for word, rule_id, needs_han in self._pinyin.pinyin_words:
+            by_rule.setdefault(rule_id, {})[word] = needs_han
+        self._rule_pinyin_words = by_rule
 
     def match(self, canonical: CanonicalText) -> set[str]:
         """The ids of the rules with a keyword in ``canonical`` or in one of its readings."""
@@ -163,6 +174,56 @@ class KeywordMatcher:
             if near_han and _touches_han(text, word):
                 found.update(near_han)
         return found
+
+    def locate(self, rule_id: str, traced: TracedText) -> list[HitSpan]:
+        """Where the keywords of rule ``rule_id`` occur in the raw text: in the canonical text,
+        its leetspeak readings, its masks, its pinyin words and its pinyin reading (every way
+        ``match`` can find them), mapped back through ``traced``."""
+        keywords = self._rule_keywords.get(rule_id, ())
+        canonical = traced.canonical
+        found: list[HitSpan] = []
+        leet = zip(canonical.leet, traced.leet_maps, strict=True)
+        readings = ((canonical.text, traced.text_map), *leet)
+        for text, mapping in readings:
+            found.extend(mapping.raw_spans(text, _occurrences(text, keywords)))
+        for mask, span in zip(canonical.masks, traced.mask_spans, strict=False):
+            if any(mask_fits(mask, keyword) for keyword in keywords):
+                found.append(span)
+        words = self._rule_pinyin_words.get(rule_id)
+        if words:
+            text = canonical.text
+            spelled = (
+                match.span()
+                for match in _LATIN_WORD.finditer(text)
+                if match.group() in words
+                and (not words[match.group()] or _span_touches_han(text, *match.span()))
+            )
+            found.extend(traced.text_map.raw_spans(text, spelled))
+        if canonical.pinyin.codes:
+            heard = self._pinyin.locate(rule_id, canonical.pinyin)
+            found.extend(traced.pinyin_map.raw_spans(canonical.pinyin.codes, heard))
+        return found
+
+
+def _occurrences(text: str, keywords: Sequence[str]) -> Iterator[HitSpan]:
+    """Where each of ``keywords`` occurs in ``text`` as ``match_text`` counts it (word
+    boundaries where the keyword's script needs them)."""
+    for keyword in keywords:
+        left = not _is_unspaced(keyword[0]) and needs_boundary(keyword[0])
+        right = needs_boundary(keyword[-1])
+        start = text.find(keyword)
+        while start >= 0:
+            end = start + len(keyword)
+            if not (
+                (left and start > 0 and is_boundary_char(text[start - 1]))
+                or (right and end < len(text) and is_boundary_char(text[end]))
+            ):
+                yield start, end
+            start = text.find(keyword, start + 1)
+
+
+def _span_touches_han(text: str, start: int, end: int) -> bool:
+    return (start > 0 and is_han(text[start - 1])) or (end < len(text) and is_han(text[end]))
 
 
 def _touches_han(text: str, word: str) -> bool:

@@ -28,7 +28,7 @@ the character-keeping rule removed every homophone false alarm (``知那主``, `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import ahocorasick
 
@@ -127,3 +127,14 @@ class PinyinKeywordMatcher:
                 if _heard_as(keyword, heard):
                     found.update(rule_ids)
         return found
+
+    def locate(self, rule_id: str, reading: PinyinReading) -> Iterator[tuple[int, int]]:
+        """Where (positions in ``reading.codes``) a keyword of rule ``rule_id`` is said in
+        homophones, as ``match`` finds it."""
+        if self._automaton is None or not reading.codes:
+            return
+        for end, (length, spoken) in self._automaton.iter(reading.codes):
+            start = end - length + 1
+            heard = reading.sources[start : end + 1]
+            if any(rule_id in ids and _heard_as(keyword, heard) for keyword, ids in spoken):
+                yield start, end + 1
