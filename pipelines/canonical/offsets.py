@@ -5,11 +5,12 @@ split letters, reads look-alikes and leetspeak). An ``OffsetMap`` holds, for eac
 the text a stage produced, the range of *raw* characters it came from, so that a match found in
 the canonical text (or in one of its readings) can be shown on the text the sender wrote.
 
-A stage's map is found by aligning its input with its output (``align``): characters are
-compared by a loose key (NFKC, case folding, the look-alike table), so the common edits
-(deletions, case, full-width forms, squeezed runs) line up character by character; a piece that
-was replaced by a piece of the same length maps character by character, and a piece replaced by
-one of another length maps, every character of it, to the whole piece it replaced. Maps of
+A stage's map is found by aligning its input with its output (``align``, in linear time):
+characters are compared by a loose key (NFKC, case folding, the look-alike table, Traditional to
+Simplified, emoji read as characters), so the common edits (deletions, case, full-width forms,
+squeezed runs) line up character by character; a piece that was replaced by a piece of the same
+length maps character by character, and a piece replaced by one of another length maps, every
+character of it, to the whole piece it replaced. Maps of
 successive stages are composed (``OffsetMap.through``), so no stage has to know about offsets.
 
 Offsets are Python string indices (Unicode code points), ``end`` exclusive.
@@ -20,14 +21,17 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 from functools import cache
 
 from pipelines.canonical.confusables import confusable_table
+from pipelines.canonical.emoji_words import EMOJI_HAN
+from pipelines.canonical.traditional import to_simplified
 from pipelines.errors import PipelineError
 
 __all__ = ["OffsetError", "OffsetMap", "Span", "align"]
 
+_WINDOW = 8
+"""How far (characters of either text) ``align`` looks for the texts to agree again."""
 Span = tuple[int, int]
 """``(start, end)``: a half-open range of string indices."""
 
@@ -85,12 +89,17 @@ class OffsetMap:
 
 @cache
 def _key(char: str) -> str:
-    """What ``char`` is compared as when aligning: its first NFKC, case-folded character, read
+    """What ``char`` is compared as when aligning: its first NFKD, case-folded character (the
+    base letter of an accented one), read
     through the look-alike table (full-width A U+FF21, ``A`` and Cyrillic a U+0430 all compare
-    as ``a``)."""
-    folded = unicodedata.normalize("NFKC", char).casefold()
+    as ``a``), a Traditional character as its Simplified form and a listed emoji as the
+    character it stands for."""
+    if char in EMOJI_HAN:
+        return EMOJI_HAN[char]
+    folded = unicodedata.normalize("NFKD", char.casefold())
     first = folded[:1] or char
-    return confusable_table().get(first, first)
+    first = confusable_table().get(first, first)
+    return to_simplified(first)[:1] or first
 
 
 def _attaches(char: str) -> bool:
@@ -99,43 +108,75 @@ def _attaches(char: str) -> bool:
     return unicodedata.category(char) in ("Mn", "Me") or "\ufe00" <= char <= "\ufe0f"
 
 
+def _resync(left: list[str], right: list[str], i: int, j: int) -> tuple[int, int]:
+    """How many characters of each text to take as one changed piece before they agree again:
+    the cheapest piece within ``_WINDOW`` characters of either, where a character written
+    counts twice a character dropped (stages mostly drop: separators, invisible characters,
+    squeezed runs), agreeing on a character that is not a mark; one character each when there
+    is none."""
+    for cost in range(1, 3 * _WINDOW + 1):
+        for produced in range(min(cost // 2, _WINDOW) + 1):
+            skipped = cost - 2 * produced
+            if skipped > _WINDOW:
+                continue
+            low, high = i + skipped, j + produced
+            if (
+                low < len(left)
+                and high < len(right)
+                and left[low] == right[high]
+                and not _attaches(left[low])
+            ):
+                return skipped, produced
+    return min(1, len(left) - i), min(1, len(right) - j)
+
+
 def align(before: str, after: str) -> list[Span]:
     """For each character of ``after`` (a stage's output), the range of ``before`` (its input)
-    it came from; never an empty range while ``before`` has characters."""
+    it came from; never an empty range while ``before`` has characters.
+
+    A two-pointer walk: characters whose keys agree map one to one; where they differ, the
+    smallest changed piece after which they agree again (within a few characters) is one
+    replacement, deletion or insertion. Linear in the length of the texts (a stage changes
+    text locally), unlike a general diff.
+    """
     if before == after:
         return [(index, index + 1) for index in range(len(after))]
     if not before:
         raise OffsetError("a stage produced text from nothing")
     left = [_key(char) for char in before]
     right = [_key(char) for char in after]
-    # Most stages change a few characters: only the middle that differs is diffed.
-    prefix = 0
-    limit = min(len(left), len(right))
-    while prefix < limit and left[prefix] == right[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and left[-1 - suffix] == right[-1 - suffix]:
-        suffix += 1
-    spans: list[Span] = [(index, index + 1) for index in range(prefix)]
-    matcher = SequenceMatcher(
-        None, left[prefix : len(left) - suffix], right[prefix : len(right) - suffix], False
-    )
-    for tag, low, high, out_low, out_high in matcher.get_opcodes():
-        low += prefix
-        high += prefix
-        produced = out_high - out_low
-        if tag in ("equal", "replace") and high - low == produced:
-            spans.extend((low + offset, low + offset + 1) for offset in range(produced))
-        elif tag == "replace":
-            spans.extend([(low, high)] * produced)
-        elif tag == "insert":
-            # Text written where there was none (``+`` read as ``加`` lines up as a replacement;
-            # this is the rare rest): it belongs to the character before it.
-            anchor = low - 1 if low > 0 else 0
-            spans.extend([(anchor, anchor + 1)] * produced)
-        elif tag == "delete" and spans and all(_attaches(char) for char in before[low:high]):
-            # Marks and variation selectors dropped from a letter stay part of it.
-            spans[-1] = (spans[-1][0], max(spans[-1][1], high))
-    tail = len(before) - suffix
-    spans.extend((tail + offset, tail + offset + 1) for offset in range(suffix))
+    spans: list[Span] = []
+    i = j = 0
+    while j < len(right):
+        if i < len(left) and left[i] == right[j]:
+            spans.append((i, i + 1))
+            i += 1
+            j += 1
+            continue
+        if i == len(left):
+            # Text written after the end of the input: it belongs to the last character.
+            spans.extend([(i - 1, i)] * (len(right) - j))
+            break
+        removed, produced = _resync(left, right, i, j)
+        _piece(spans, before, i, i + removed, produced)
+        i += removed
+        j += produced
+    if i < len(left) and spans and all(_attaches(char) for char in before[i:]):
+        spans[-1] = (spans[-1][0], len(before))
     return spans
+
+
+def _piece(spans: list[Span], before: str, low: int, high: int, produced: int) -> None:
+    """Map ``produced`` new characters that replaced ``before[low:high]``."""
+    if high - low == produced:
+        spans.extend((low + offset, low + offset + 1) for offset in range(produced))
+    elif produced and high > low:
+        spans.extend([(low, high)] * produced)
+    elif produced:
+        # Text written where there was none (``+`` read as ``加`` lines up as a replacement;
+        # this is the rare rest): it belongs to the character before it.
+        anchor = low - 1 if low > 0 else 0
+        spans.extend([(anchor, anchor + 1)] * produced)
+    elif spans and all(_attaches(char) for char in before[low:high]):
+        # Marks and variation selectors dropped from a letter stay part of it.
+        spans[-1] = (spans[-1][0], max(spans[-1][1], high))

@@ -83,3 +83,33 @@ def test_every_character_comes_from_inside_the_input(before: str, after: str) ->
     spans = align(before, after)
     assert len(spans) == len(after)
     assert all(0 <= start < end <= len(before) for start, end in spans)
+
+
+def test_accents_composed_and_marks_dropped_stay_with_their_letter() -> None:
+    """A letter composed with its accent, and a mark dropped after a letter, map to the letter
+    and its mark."""
+    assert _sources("c\u0301d", "\u0107d") == ["c\u0301", "d"]
+    assert _sources("a\u200bd\u0301x", "dx") == ["d\u0301", "x"]
+
+
+def test_traditional_characters_and_emoji_line_up() -> None:
+    """A Traditional character lines up with its Simplified form, an emoji with the character
+    it stands for, so their neighbours keep their own positions."""
+    assert _sources("\u8aaa\u8a71", "\u8bf4\u8bdd") == ["\u8aaa", "\u8a71"]
+    assert _sources("\u4f60\U0001f437\u5427", "\u4f60\u732a\u5427") == [
+        "\u4f60",
+        "\U0001f437",
+        "\u5427",
+    ]
+
+
+@pytest.mark.timeout(30)
+def test_a_long_disguised_message_is_aligned_in_linear_time() -> None:
+    """Ten thousand characters of dotted letters align within the test's timeout (a general
+    diff takes minutes on this), each letter to itself."""
+    before = "f.u.c.k " * 1250
+    after = "fuck " * 1250
+    spans = align(before, after)
+    assert len(spans) == len(after)
+    assert [before[a:b] for a, b in spans[:5]] == ["f", "u", "c", "k", " "]
+    assert spans[-1] == (len(before) - 1, len(before))
