@@ -80,10 +80,15 @@ class OffsetMap:
         this map's text that derived character ``i`` came from (what ``align`` returns)."""
         starts: list[int] = []
         ends: list[int] = []
+        own_starts, own_ends = self.starts, self.ends
         for low, high in step:
-            start, end = self.raw_span(low, high)
-            starts.append(start)
-            ends.append(end)
+            if high == low + 1:  # the common case: one character from one character
+                starts.append(own_starts[low])
+                ends.append(own_ends[low])
+            else:
+                start, end = self.raw_span(low, high)
+                starts.append(start)
+                ends.append(end)
         return OffsetMap(tuple(starts), tuple(ends), self.raw_length)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.canonical.leet import leet_readings
-from pipelines.canonical.offsets import OffsetMap, Span, align
+from pipelines.canonical.offsets import OffsetError, OffsetMap, Span, align
 from pipelines.canonical.pinyin import pinyin_positions
 from pipelines.canonical.stretch import unstretched
 from pipelines.canonical.text import CanonicalText, canonical_form, canonicalize
@@ -72,15 +72,23 @@ def _subset(mapping: OffsetMap, spans: tuple[Span, ...]) -> OffsetMap:
     return mapping.through(spans) if spans else OffsetMap((), (), mapping.raw_length)
 
 
-def trace(text: str) -> TracedText:
-    """``canonicalize(text)`` with the offset maps of its text and readings (module docs)."""
-    canonical = canonicalize(text)
+def trace(text: str, canonical: CanonicalText | None = None) -> TracedText:
+    """``canonicalize(text)`` with the offset maps of its text and readings (module docs).
+
+    ``canonical`` is ``canonicalize(text)`` when the caller has it already; one of another text
+    is an ``OffsetError``.
+    """
     raw = OffsetMap.identity(len(text))
     base, base_map = _traced_form(text, raw)
+    if canonical is None:
+        canonical = canonicalize(text)
+    elif canonical.text != base:
+        raise OffsetError("the canonical text given is not this text's")
     # Every reading that a matcher searches, with its map; the stretched ones come from the raw
     # text by another path, so the readings are found by their text, as canonicalize built them.
     readings: dict[str, OffsetMap] = {}
-    for reading in leet_readings(base).texts:
+    own = leet_readings(base)
+    for reading in own.texts:
         readings.setdefault(reading, base_map)  # read letter for letter: same positions
     stretched = unstretched(text)
     if stretched is not None:
@@ -88,17 +96,17 @@ def trace(text: str) -> TracedText:
         readings.setdefault(once, once_map)
         for reading in leet_readings(once).texts:
             readings.setdefault(reading, once_map)
-    masks = leet_readings(base).mask_spans
     positions = pinyin_positions(base)
     if len(positions) != len(canonical.pinyin.codes):
         positions = ()  # cannot line the codes up: no pinyin spans rather than wrong ones
     links = canonical.links
     links_map = base_map if links == base else base_map.through(align(base, links))
+    nowhere = OffsetMap((), (), len(text))  # a reading not traced: matchers skip it
     return TracedText(
         canonical=canonical,
         text_map=base_map,
         links_map=links_map,
-        leet_maps=tuple(readings.get(reading, base_map) for reading in canonical.leet),
-        mask_spans=tuple(base_map.raw_span(start, end) for start, end in masks),
+        leet_maps=tuple(readings.get(reading, nowhere) for reading in canonical.leet),
+        mask_spans=tuple(base_map.raw_span(start, end) for start, end in own.mask_spans),
         pinyin_map=_subset(base_map, positions),
     )

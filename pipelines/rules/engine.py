@@ -119,31 +119,32 @@ class RuleEngine:
         self, raw: str, canonical: CanonicalText, ids: set[str], mentioned: list[HitSpan]
     ) -> dict[str, tuple[HitSpan, ...]]:
         """Rule id -> where it matched in ``raw`` (module docs); nothing for a ``canonical``
-        that is not ``raw``'s, or where the offsets cannot be mapped (an ``OffsetError``: the
-        verdict stands without spans)."""
+        that is not ``raw``'s (``trace`` refuses it) or where the offsets cannot be mapped (an
+        ``OffsetError``: the verdict stands without spans)."""
         try:
-            traced = trace(raw)
-            if traced.canonical.text != canonical.text:
-                return {}
+            traced = trace(raw, canonical)
             quoted = list(traced.text_map.raw_spans(canonical.text, mentioned))
-            return {
-                rule_id: located
+            by_keyword = self._keywords.locate(ids, traced)
+            located = {
+                rule_id: self._locate(rule_id, traced, by_keyword.get(rule_id, []), quoted)
                 for rule_id in ids
-                if (located := self._locate(rule_id, traced, quoted))
             }
         except OffsetError:
             return {}
+        return {rule_id: spans for rule_id, spans in located.items() if spans}
 
     def _locate(
-        self, rule_id: str, traced: TracedText, quoted: list[HitSpan]
+        self, rule_id: str, traced: TracedText, found: list[HitSpan], quoted: list[HitSpan]
     ) -> tuple[HitSpan, ...]:
+        """Rule ``rule_id``'s spans: ``found`` (its keywords') and its patterns' and link
+        check's, without those inside a span that did not count unless nothing else is left."""
         canonical = traced.canonical
-        found = self._keywords.locate(rule_id, traced)
-        for text, mapping in (
-            (canonical.links, traced.links_map),
-            *zip(canonical.leet, traced.leet_maps, strict=True),
-        ):
-            found.extend(mapping.raw_spans(text, self._patterns.locate(rule_id, text)))
+        if self._patterns.has_rule(rule_id):
+            for text, mapping in (
+                (canonical.links, traced.links_map),
+                *zip(canonical.leet, traced.leet_maps, strict=True),
+            ):
+                found.extend(mapping.raw_spans(text, self._patterns.locate(rule_id, text)))
         found.extend(
             traced.links_map.raw_spans(
                 canonical.links, self._profile.locate(rule_id, canonical.links)

@@ -128,13 +128,15 @@ class PinyinKeywordMatcher:
                     found.update(rule_ids)
         return found
 
-    def locate(self, rule_id: str, reading: PinyinReading) -> Iterator[tuple[int, int]]:
-        """Where (positions in ``reading.codes``) a keyword of rule ``rule_id`` is said in
-        homophones, as ``match`` finds it."""
+    def locate(self, rule_ids: set[str], reading: PinyinReading) -> Iterator[tuple[str, int, int]]:
+        """``(rule id, start, end)`` (positions in ``reading.codes``) where a keyword of one of
+        ``rule_ids`` is said in homophones, as ``match`` finds it."""
         if self._automaton is None or not reading.codes:
             return
         for end, (length, spoken) in self._automaton.iter(reading.codes):
             start = end - length + 1
             heard = reading.sources[start : end + 1]
-            if any(rule_id in ids and _heard_as(keyword, heard) for keyword, ids in spoken):
-                yield start, end + 1
+            for keyword, ids in spoken:
+                if rule_ids.intersection(ids) and _heard_as(keyword, heard):
+                    for rule_id in rule_ids.intersection(ids):
+                        yield rule_id, start, end + 1

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pipelines.canonical import canonicalize, trace
-from pipelines.canonical.offsets import OffsetMap
+from pipelines.canonical.offsets import OffsetError, OffsetMap
 
 _FULL_WIDTH = 0xFEE0
 
@@ -148,3 +149,11 @@ def test_every_span_lies_inside_the_raw_text(raw: str) -> None:
             0 <= low < high <= len(raw)
             for low, high in zip(traced.pinyin_map.starts, traced.pinyin_map.ends, strict=True)
         )
+
+
+def test_a_canonical_text_of_another_text_is_refused() -> None:
+    """``trace`` reuses the caller's canonical text only when it is the text's own."""
+    raw = "Hello THERE"
+    assert trace(raw, canonicalize(raw)).canonical.text == "hello there"
+    with pytest.raises(OffsetError):
+        trace(raw, canonicalize("something else"))

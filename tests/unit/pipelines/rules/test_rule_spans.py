@@ -108,3 +108,20 @@ def test_a_canonical_text_of_another_message_gives_no_spans() -> None:
     (hit,) = KEYWORDS.evaluate(message, canonicalize("oh shit")).hits
     assert hit.rule_id == "kw"
     assert hit.spans == ()
+
+
+def test_rules_sharing_words_each_get_their_own_spans() -> None:
+    """Two rules whose keywords overlap (one word, and a phrase holding it) both mark what they
+    matched; a Chinese keyword ending in a Latin letter needs its right boundary."""
+    engine = RuleEngine(
+        parse_ruleset(
+            _rule("word", 'kind = "keywords"\nkeywords = ["idiot"]')
+            + _rule("phrase", 'kind = "keywords"\nkeywords = ["you idiot"]')
+            + _rule("contact", 'kind = "keywords"\nkeywords = ["加v"]')
+        )
+    )
+    assert _marked(engine, "YOU IDIOT, idiot") == {
+        "word": ["IDIOT", "idiot"],
+        "phrase": ["YOU IDIOT"],
+    }
+    assert _marked(engine, "快加v 加vip") == {"contact": ["加v"]}
