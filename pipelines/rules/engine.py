@@ -57,13 +57,17 @@ class RuleEngine:
         "_keywords",
         "_patterns",
         "_profile",
+        "_spans_wanted",
         "_urgent",
         "_yielding",
         "ruleset",
     )
 
-    def __init__(self, ruleset: RuleSet) -> None:
+    def __init__(self, ruleset: RuleSet, *, spans: bool = True) -> None:
+        """``spans``: locate each hit (``RuleHit.spans``); off only to measure what it costs
+        (``python -m bench.rules --no-spans``)."""
         self.ruleset = ruleset
+        self._spans_wanted = spans
         enabled = ruleset.enabled
         self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
         self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
@@ -108,7 +112,7 @@ class RuleEngine:
             ids -= self._yielding
         if not ids:
             return _NO_HITS
-        spans = self._spans(message.text, canonical, ids, mentioned)
+        spans = self._spans(message.text, canonical, ids, mentioned) if self._spans_wanted else {}
         hits = sorted(
             (replace(self._hits[rule_id], spans=spans.get(rule_id, ())) for rule_id in ids),
             key=lambda hit: (-hit.severity, _ACTION_RANK[hit.action], hit.rule_id),
