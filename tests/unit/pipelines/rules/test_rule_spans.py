@@ -125,3 +125,14 @@ def test_rules_sharing_words_each_get_their_own_spans() -> None:
         "phrase": ["YOU IDIOT"],
     }
     assert _marked(engine, "快加v 加vip") == {"contact": ["加v"]}
+
+
+def test_an_engine_without_spans_gives_the_same_hits_unlocated() -> None:
+    """``spans=False`` (for measuring) gives the same hits, without spans."""
+    ruleset = parse_ruleset(_rule("kw", 'kind = "keywords"\nkeywords = ["shit"]'))
+    message = ChatMessage("m", "g", "u", "oh SHIT", SENT_AT)
+    (located,) = RuleEngine(ruleset).evaluate(message).hits
+    (plain,) = RuleEngine(ruleset, spans=False).evaluate(message).hits
+    assert located.spans == ((3, 7),)
+    assert plain.spans == ()
+    assert plain.rule_id == located.rule_id
