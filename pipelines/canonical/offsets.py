@@ -6,12 +6,13 @@ the text a stage produced, the range of *raw* characters it came from, so that a
 the canonical text (or in one of its readings) can be shown on the text the sender wrote.
 
 A stage's map is found by aligning its input with its output (``align``, in linear time):
-characters are compared by a loose key (NFKC, case folding, the look-alike table, Traditional to
-Simplified, emoji read as characters), so the common edits (deletions, case, full-width forms,
-squeezed runs) line up character by character; a piece that was replaced by a piece of the same
-length maps character by character, and a piece replaced by one of another length maps, every
-character of it, to the whole piece it replaced. Maps of
-successive stages are composed (``OffsetMap.through``), so no stage has to know about offsets.
+characters are compared by a loose key (the NFKD base letter, case folding, the look-alike table,
+Traditional to Simplified, emoji read as characters), so the common edits (deletions, case,
+accents, full-width forms, squeezed runs) line up character by character; a piece that was
+replaced by a piece of the same length maps character by character, and a piece replaced by one
+of another length maps, every character of it, to the whole piece it replaced; a dropped mark
+stays with its letter. Maps of successive stages are composed (``OffsetMap.through``), so no
+stage has to know about offsets.
 
 Offsets are Python string indices (Unicode code points), ``end`` exclusive.
 """
@@ -37,7 +38,8 @@ Span = tuple[int, int]
 
 
 class OffsetError(PipelineError):
-    """A span that does not lie inside the text it is said to be in."""
+    """Offsets that do not fit the text they are said to be in (a span outside it, a canonical
+    text of another text)."""
 
 
 @dataclass(frozen=True, slots=True, repr=False)
