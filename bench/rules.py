@@ -5,6 +5,8 @@ rule per thousand) and ``--regexes`` generated RE2 patterns are loaded into one 
 chat messages built from ``pipelines/samples/chat.jsonl`` (one to three sample lines joined, a
 few of them disguised with leetspeak, spacing and Traditional characters) are evaluated, each
 from its raw text, for ``--seconds``. The process is pinned to one CPU where the OS allows.
+Every hit is located (``RuleHit.spans``) unless ``--no-spans``: run both to see what locating
+costs (``with_hits`` says how many messages paid it).
 
 The last line is ``rules_msgs_per_s=N target=20000``: messages per second of CPU time of this
 one-threaded process (the wall-clock rate is printed above it; on a shared machine it is lower).
@@ -128,6 +130,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=20_000, help="distinct messages")
     parser.add_argument("--seconds", type=float, default=3.0, help="measuring time")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--no-spans",
+        action="store_true",
+        help="do not locate the hits (RuleHit.spans), to measure what locating costs",
+    )
     args = parser.parse_args(argv)
     if args.keywords < 0 or args.regexes < 0 or args.messages < 1 or args.seconds <= 0:
         parser.error("counts must be >= 0 (messages >= 1) and seconds > 0")
@@ -150,7 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         generated_keywords(args.keywords, args.seed), generated_patterns(args.regexes, args.seed)
     )
     started = time.perf_counter()
-    engine = RuleEngine(parse_ruleset(base + "\n" + extra))
+    engine = RuleEngine(parse_ruleset(base + "\n" + extra), spans=not args.no_spans)
     print(
         f"rules loaded in {time.perf_counter() - started:.2f}s ({len(engine.ruleset.rules)} rules)"
     )

@@ -44,6 +44,7 @@ def check_response(answer: Answer) -> pb.CheckMessageResponse:
                 category=hit.category,
                 severity=hit.severity.name.lower(),
                 action=hit.action.value,
+                spans=[pb.TextSpan(start=start, end=end) for start, end in hit.spans],
             )
             for hit in verdict.rule_hits
         ],

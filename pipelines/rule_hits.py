@@ -1,11 +1,35 @@
-"""What the rule engine reports: which rules matched and whether that settles the message."""
+"""What the rule engine reports: which rules matched, where, and whether that settles the
+message.
+
+A hit's ``spans`` say where the rule matched as offsets into the *raw* message text (Python
+string indices, i.e. Unicode code points, ``end`` exclusive), mapped back from the canonical
+text through every reading (``pipelines.canonical.trace``); never the text itself.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
-__all__ = ["RuleAction", "RuleHit", "RuleOutcome", "Severity"]
+from pipelines.errors import PipelineError
+
+__all__ = [
+    "HitSpan",
+    "RuleAction",
+    "RuleHit",
+    "RuleHitError",
+    "RuleOutcome",
+    "Severity",
+    "spans_from_json",
+]
+
+_PAIR = 2
+HitSpan = tuple[int, int]
+"""``(start, end)`` in the raw message text, ``0 <= start < end``."""
+
+
+class RuleHitError(PipelineError):
+    """A stored or published rule hit whose spans are not offsets."""
 
 
 class Severity(IntEnum):
@@ -41,10 +65,14 @@ class RuleHit:
     yields_to_model: bool = False
     """The rule's ``yields_to_model``: the policy drops this flag when the model is confident the
     message is harmless (``pipelines.policy``)."""
+    spans: tuple[HitSpan, ...] = ()
+    """Where the rule matched in the raw text, in order, not overlapping; empty for rules
+    about the sender rather than the words (and for hits stored before spans were kept)."""
 
     def as_dict(self) -> dict[str, object]:
-        """The stored form (``verdicts.rule_hits``); ``yields_to_model`` only when set, so hits
-        of other rules keep the form they always had."""
+        """The stored form (``verdicts.rule_hits``); ``yields_to_model`` and ``spans`` (a list
+        of ``[start, end]``) only when set, so hits without them keep the form they always
+        had."""
         out: dict[str, object] = {
             "rule_id": self.rule_id,
             "category": self.category,
@@ -53,7 +81,28 @@ class RuleHit:
         }
         if self.yields_to_model:
             out["yields_to_model"] = True
+        if self.spans:
+            out["spans"] = [[start, end] for start, end in self.spans]
         return out
+
+
+def spans_from_json(value: object) -> tuple[HitSpan, ...]:
+    """A hit's stored ``spans`` (absent in hits stored before spans were kept: ``None``)."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise RuleHitError("rule hit spans must be a list of [start, end] pairs")
+    spans: list[HitSpan] = []
+    for item in value:
+        if (
+            not isinstance(item, list | tuple)
+            or len(item) != _PAIR
+            or not all(isinstance(bound, int) and not isinstance(bound, bool) for bound in item)
+            or not 0 <= item[0] < item[1]
+        ):
+            raise RuleHitError("a rule hit span must be [start, end] with 0 <= start < end")
+        spans.append((item[0], item[1]))
+    return tuple(spans)
 
 
 @dataclass(frozen=True, slots=True)

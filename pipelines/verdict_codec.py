@@ -12,7 +12,9 @@ The record never contains the message text (nor its hash). Fields:
 ``schema_version`` (1), ``message_id``, ``group_id``, ``sender_id``, ``source_topic``,
 ``source_partition``, ``source_offset``, ``decision`` (allow|flag|block), ``decided_by``
 (rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
-``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``),
+``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``,
+with ``yields_to_model`` when set and ``spans``, ``[[start, end], ...]``, where the rule matched:
+offsets into the raw message text in Unicode code points, end exclusive, absent when none),
 ``scores`` (``{task: {label: probability}}`` or null; the task ``harms`` only from a model with
 the ``HARMS`` output), ``labels`` (``{task: label}`` for sentiment, intent and toxicity, or null),
 ``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
@@ -29,7 +31,7 @@ from typing import Any
 import orjson
 
 from pipelines.messages import SourcePosition
-from pipelines.rule_hits import RuleAction, RuleHit, Severity
+from pipelines.rule_hits import RuleAction, RuleHit, Severity, spans_from_json
 from pipelines.scores import (
     HARM_LABELS,
     INTENT_LABELS,
@@ -160,6 +162,7 @@ def hits_from_json(items: Sequence[Mapping[str, Any]]) -> tuple[RuleHit, ...]:
             severity=Severity[str(item["severity"]).upper()],
             action=RuleAction(str(item["action"])),
             yields_to_model=item.get("yields_to_model") is True,
+            spans=spans_from_json(item.get("spans")),
         )
         for item in items
     )

@@ -4,7 +4,8 @@ Signing in trades an API token for a session cookie (random id, HttpOnly, SameSi
 database keeps only its SHA-256). Every form carries the session's CSRF token. Pages send a
 Content-Security-Policy that allows only this app's own script and stylesheet. Sign-in attempts
 are limited per client address; an item's page shows its message text only to the holder of its
-claim (or an admin), and says how to claim it otherwise.
+claim (or an admin), with what the verdict's rules matched marked (``review.highlight``), and
+says how to claim it otherwise.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from common.logs import get_logger
+from pipelines.rule_hits import RuleHitError
 from review.auth import (
     ConsoleSession,
     authenticate_session,
@@ -28,6 +30,7 @@ from review.auth import (
     start_session,
 )
 from review.errors import InvalidDecisionError, InvalidFormError, ReviewError
+from review.highlight import Piece, highlight
 from review.ratelimit import client_address
 from review.schemas import Action, QueueFilter
 
@@ -61,6 +64,17 @@ _SHORTCUTS = {
     Action.BAN: "b",
     Action.ESCALATE_TO_ADMIN: "e",
 }
+
+
+def _message_pieces(text: str | None, rule_hits: list[dict[str, Any]]) -> list[Piece]:
+    """The item's text with what its rules matched marked (plain when a stored span is not an
+    offset pair)."""
+    if not text:
+        return []
+    try:
+        return highlight(text, rule_hits)
+    except RuleHitError:
+        return [Piece(text)]
 
 
 class _SignInRequiredError(ReviewError):
@@ -218,6 +232,8 @@ def register_console(app: FastAPI) -> None:
         item = ctx.item
         held = item["status"] == "claimed" and item["claimed_by"] == session.user.name
         svc = request.app.state.review
+        hits = ctx.verdict.rule_hits if ctx.verdict is not None else []
+        pieces = _message_pieces(item["message_text"], hits) if ctx.text_visible else []
         return _page(
             request,
             "item.html",
@@ -226,6 +242,7 @@ def register_console(app: FastAPI) -> None:
                 "ctx": ctx,
                 "item": item,
                 "held": held,
+                "pieces": pieces,
                 "max_reason_chars": svc.settings.review.max_reason_chars,
                 "actions": [(a.value, a.value.replace("_", " "), _SHORTCUTS[a]) for a in Action],
             },

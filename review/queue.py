@@ -27,6 +27,7 @@ import asyncpg
 
 from pipelines.scores import HARM_LABELS
 from pipelines.severe_harm import URGENT_CATEGORIES
+from review.conversation import conversation_window
 from review.decisions import encode_payload
 from review.errors import (
     ClaimLimitError,
@@ -41,6 +42,7 @@ from review.schemas import (
     Action,
     AuditEvent,
     ClaimResult,
+    ConversationMessage,
     DecisionResult,
     ItemContext,
     QueueCount,
@@ -493,9 +495,11 @@ class ReviewQueue:
     async def context(self, user: User, ref: str) -> ItemContext:
         """The item with its verdict, the group's recent activity and the sender's record.
 
-        Message text (the item's, and the group's earlier escalations in the user's queues) is
-        included only for the holder of the item's live claim or an admin; every such answer
-        appends a ``view_text`` audit event before the history is read.
+        Message text (the item's, the group's earlier escalations in the user's queues, and the
+        conversation around the item: ``review.conversation``) is included only for the holder
+        of the item's live claim or an admin; every such answer appends a ``view_text`` audit
+        event (with the ids of the conversation's messages whose text it shows) before the
+        history is read.
         """
         public_id = _public_id(ref)
         async with self._pool.acquire() as conn:
@@ -563,15 +567,33 @@ class ReviewQueue:
                 "WHERE s.sender_id = $1 AND s.expires_at > now() ORDER BY s.created_at DESC",
                 item["sender_id"],
             )
+            conversation: list[ConversationMessage] = []
             if text_visible:
+                settings = self._settings
+                conversation = await conversation_window(
+                    conn,
+                    item,
+                    user,
+                    before=settings.context_before,
+                    after=settings.context_after,
+                    hours=settings.context_hours,
+                )
                 shown = sum(1 for m in group_messages if m["message_text"] is not None)
+                around = [
+                    m.message_id for m in conversation if m.text is not None and not m.is_item
+                ]
                 await self._append_event(
                     conn,
                     item_id,
                     user,
                     "view_text",
                     None,
-                    {"claim_held": holds_claim, "context_texts": shown},
+                    {
+                        "claim_held": holds_claim,
+                        "context_texts": shown,
+                        "conversation_texts": len(around),
+                        "conversation_message_ids": around,
+                    },
                 )
         item_dict = dict(item)
         item_dict["status"] = item_dict.pop("effective_status")
@@ -606,4 +628,5 @@ class ReviewQueue:
             sender_strikes=sum(r["weight"] for r in strikes),
             strikes=[Strike(**dict(r)) for r in strikes],
             events=await self.events(user, item_id=str(public_id)),
+            conversation=conversation,
         )

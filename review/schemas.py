@@ -187,6 +187,36 @@ class VerdictDetail(_Model):
     created_at: datetime
 
 
+class TextState(StrEnum):
+    """Why a message of the conversation window has its text, or has none."""
+
+    SHOWN = "shown"
+    """Retained and in the viewer's queues: ``text`` holds it."""
+    NOT_RETAINED = "not_retained"
+    """modstream never kept it (neither escalated nor waiting for the model)."""
+    CLEARED = "cleared"
+    """An escalation whose text retention has cleared."""
+    OUTSIDE_QUEUES = "outside_queues"
+    """Retained, but its category (or queue) is not one the viewer works."""
+
+
+class ConversationMessage(_Model):
+    """One message of the conversation around an item (``review.conversation``)."""
+
+    message_id: str
+    sender_id: str
+    same_sender: bool
+    """Sent by the escalated message's sender."""
+    sent_at: datetime
+    decision: str
+    category: str | None
+    is_item: bool
+    """The escalated message itself."""
+    text: str | None
+    """The message text when ``text_state`` is ``shown``, else ``None``."""
+    text_state: TextState
+
+
 class ItemContext(_Model):
     """Everything a moderator needs to decide one item."""
 
@@ -209,3 +239,6 @@ class ItemContext(_Model):
     sender_strikes: int
     strikes: list[Strike]
     events: list[AuditEvent]
+    conversation: list[ConversationMessage] = []
+    """The group's messages around the item, oldest first, the item among them: only with
+    ``text_visible`` (else empty); texts as ``review.conversation`` retains and scopes them."""

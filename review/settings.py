@@ -67,6 +67,13 @@ class ReviewSettings(Section):
     beside the queue's oldest item, and the alert rules fire when an item is older."""
     admin_target_s: float = Field(default=14_400.0, gt=0)
     """The same for the admins' queue (escalations take longer)."""
+    context_before: int = Field(default=10, ge=0, le=100)
+    """The item view's conversation: at most this many of the group's messages before the
+    escalated one (``review.conversation``)."""
+    context_after: int = Field(default=10, ge=0, le=100)
+    """... and at most this many after it."""
+    context_hours: float = Field(default=24.0, gt=0, le=24 * 30)
+    """... sent within this many hours of it."""
 
     @property
     def queue_targets_s(self) -> dict[str, float]:

@@ -33,16 +33,26 @@ class CheckMessagesRequest(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[CheckMessageRequest, _Mapping]]] = ...) -> None: ...
 
 class RuleHit(_message.Message):
-    __slots__ = ("rule_id", "category", "severity", "action")
+    __slots__ = ("rule_id", "category", "severity", "action", "spans")
     RULE_ID_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
     SEVERITY_FIELD_NUMBER: _ClassVar[int]
     ACTION_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
     rule_id: str
     category: str
     severity: str
     action: str
-    def __init__(self, rule_id: _Optional[str] = ..., category: _Optional[str] = ..., severity: _Optional[str] = ..., action: _Optional[str] = ...) -> None: ...
+    spans: _containers.RepeatedCompositeFieldContainer[TextSpan]
+    def __init__(self, rule_id: _Optional[str] = ..., category: _Optional[str] = ..., severity: _Optional[str] = ..., action: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[TextSpan, _Mapping]]] = ...) -> None: ...
+
+class TextSpan(_message.Message):
+    __slots__ = ("start", "end")
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    start: int
+    end: int
+    def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
 class TaskScores(_message.Message):
     __slots__ = ("probabilities", "label")

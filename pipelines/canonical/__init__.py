@@ -31,18 +31,29 @@ Readings for matching only (never scored, never stored), computed from the base 
    A Latin word typed in pinyin is its own reading: the spellings and initials of the keywords
    are matched against the base text as words.
 
+Offsets (``trace``, for the messages whose rules matched): the same text and readings, each with
+an ``OffsetMap`` back to the raw text, built by aligning every stage's input with its output
+(``offsets``), so a match in any reading can be shown on the raw characters that produced it
+(``f.u.c.k y0u``: the rule read ``fuck you``; the spans cover ``f.u.c.k`` and ``y0u``).
+
 ``canonical_form(text)`` is the base text alone, for keyword lists: a list and a message that
 spell a word the same way agree.
 """
 
+from pipelines.canonical.offsets import OffsetError, OffsetMap
 from pipelines.canonical.pinyin import KeywordForms, PinyinReading, keyword_forms
 from pipelines.canonical.text import CanonicalText, canonical_form, canonicalize
+from pipelines.canonical.trace import TracedText, trace
 
 __all__ = [
     "CanonicalText",
     "KeywordForms",
+    "OffsetError",
+    "OffsetMap",
     "PinyinReading",
+    "TracedText",
     "canonical_form",
     "canonicalize",
     "keyword_forms",
+    "trace",
 ]

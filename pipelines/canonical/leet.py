@@ -61,6 +61,8 @@ class LeetReadings:
 
     texts: tuple[str, ...] = ()
     masks: tuple[str, ...] = ()
+    mask_spans: tuple[tuple[int, int], ...] = ()
+    """Where each of ``masks`` is in the text read, ``(start, end)``."""
 
 
 _NONE = LeetReadings()
@@ -96,6 +98,7 @@ def leet_readings(text: str) -> LeetReadings:
     primary: list[str] = []
     alternate: list[str] = []
     masks: list[str] = []
+    mask_spans: list[tuple[int, int]] = []
     ambiguous = changed = False
     last = 0
     for match in _LEET_TOKEN.finditer(text):
@@ -109,6 +112,7 @@ def leet_readings(text: str) -> LeetReadings:
             visible = sum(1 for char in read if char != "*")
             if visible >= _MIN_VISIBLE and read.count("*") <= visible:
                 masks.append(read)
+                mask_spans.append((match.start() + start, match.start() + end))
             continue
         offset = match.start() + start
         primary.append(text[last:offset])
@@ -130,7 +134,7 @@ def leet_readings(text: str) -> LeetReadings:
             texts.append("".join(alternate))
     if not texts and not masks:
         return _NONE
-    return LeetReadings(texts=tuple(texts), masks=tuple(masks))
+    return LeetReadings(texts=tuple(texts), masks=tuple(masks), mask_spans=tuple(mask_spans))
 
 
 def mask_fits(mask: str, word: str) -> bool:

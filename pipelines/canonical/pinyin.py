@@ -42,6 +42,7 @@ __all__ = [
     "is_syllable",
     "is_syllable_code",
     "keyword_forms",
+    "pinyin_positions",
     "pinyin_reading",
     "syllable_codes",
 ]
@@ -54,6 +55,7 @@ _BREAK = " "
 _NOT_PINYIN = "|"  # stands in for a Latin word that is not a syllable; reads as a break
 _ANY_LATIN = re.compile("[a-z]")
 _LATIN_RUN = re.compile("[a-z]+")
+_READ_UNIT = re.compile(r"[a-z]+|\S")
 
 
 def _toneless(syllable: str) -> str:
@@ -188,6 +190,14 @@ def pinyin_reading(text: str) -> PinyinReading:
         words = _word_codes()
         text = _LATIN_RUN.sub(lambda match: words.get(match.group(), _NOT_PINYIN), text)
     return PinyinReading(codes=text.translate(_CODES), sources=text.translate(_SOURCES))
+
+
+def pinyin_positions(text: str) -> tuple[tuple[int, int], ...]:
+    """Where each code of ``pinyin_reading(text).codes`` comes from in ``text``: a Latin word,
+    or one other character (whitespace reads nothing)."""
+    if not has_han(text):
+        return ()
+    return tuple(match.span() for match in _READ_UNIT.finditer(text))
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pipelines.canonical.confusables import fold_confusables
@@ -15,7 +16,7 @@ from pipelines.canonical.stretch import unstretched
 from pipelines.canonical.traditional import to_simplified
 from pipelines.normalize import normalize
 
-__all__ = ["CanonicalText", "canonical_form", "canonicalize"]
+__all__ = ["CanonicalText", "Recorder", "canonical_form", "canonicalize"]
 
 _MAX_PASSES = 4
 
@@ -46,25 +47,44 @@ class CanonicalText:
         )
 
 
-def _stages(text: str) -> str:
+Step = Callable[[str], str]
+Recorder = Callable[[str, str], None]
+"""Told ``(before, after)`` for every step that changed the text (``pipelines.canonical.trace``
+builds the offset map from them)."""
+
+_NON_ASCII_STEPS: tuple[Step, ...] = (
+    strip_marks,
+    fold_confusables,
+    to_simplified,
+    read_emoji_words,
+)
+
+
+def _stages(text: str, record: Recorder | None) -> str:
     """Steps 2-6 on normalised text."""
     if not text.isascii():
-        text = strip_marks(text)
-        text = fold_confusables(text)
-        text = to_simplified(text)
-        text = read_emoji_words(text)
-    return rejoin(text)
+        for step in _NON_ASCII_STEPS:
+            text = _run(step, text, record)
+    return _run(rejoin, text, record)
 
 
-def canonical_form(text: str) -> str:
+def _run(step: Step, text: str, record: Recorder | None) -> str:
+    after = step(text)
+    if record is not None and after != text:
+        record(text, after)
+    return after
+
+
+def canonical_form(text: str, record: Recorder | None = None) -> str:
     """The base canonical text of ``text`` alone (``canonicalize(text).text``), without the
-    readings: what keyword lists are canonicalised with."""
-    current = normalize(text)
+    readings: what keyword lists are canonicalised with. ``record``, when given, is told every
+    step that changed the text."""
+    current = _run(normalize, text, record)
     for _ in range(_MAX_PASSES):
-        staged = _stages(current)
+        staged = _stages(current, record)
         if staged == current:
             return current  # normalised, and no stage changes it: a fixed point
-        current = normalize(staged)
+        current = _run(normalize, staged, record)
     return current
 
 

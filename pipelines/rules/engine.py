@@ -12,6 +12,12 @@ minors) keep their hits in mentions too, since someone may be in danger. A messa
 abuse its writer received (``pipelines.rules.reports``) also loses the hits of rules marked
 ``yields_to_reports``; the model decides it.
 
+Each hit carries the spans where its rule matched, as offsets into the raw text
+(``RuleHit.spans``): only for a message with hits, the text is canonicalised once more with its
+offset maps (``pipelines.canonical.trace``) and each hit rule's keywords, patterns or link check
+located in the canonical text and its readings, then mapped back; a match inside a span that
+did not count (exempt, quoted mention) is left out unless nothing else is left.
+
 The caller that also needs the canonical text (the worker sends ``CanonicalText.text`` to the
 models) computes it once with ``pipelines.canonical.canonicalize`` and passes it to
 ``RuleEngine.evaluate``; otherwise the engine computes it itself.
@@ -19,9 +25,11 @@ models) computes it once with ``pipelines.canonical.canonicalize`` and passes it
 
 from __future__ import annotations
 
-from pipelines.canonical import CanonicalText, canonicalize
+from dataclasses import replace
+
+from pipelines.canonical import CanonicalText, OffsetError, TracedText, canonicalize, trace
 from pipelines.messages import ChatMessage
-from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome
+from pipelines.rule_hits import HitSpan, RuleAction, RuleHit, RuleOutcome
 from pipelines.rules.config import KeywordRule, ProfileRule, RegexRule, RuleSet, compile_re2
 from pipelines.rules.keywords import KeywordMatcher
 from pipelines.rules.mentions import blank_spans, mentioned_spans
@@ -36,6 +44,8 @@ _WARM_UP = "W\u0430rm f\u00fc u c k sh1t f*ck scam[.]com \u50bb \u903c \u8aaa"
 """Exercises every canonical stage once, so its lazily built tables (confusables, OpenCC,
 pinyin codes) are built with the engine, not on the first message that needs them."""
 _ACTION_RANK = {RuleAction.BLOCK: 0, RuleAction.ESCALATE: 1, RuleAction.FLAG: 2}
+MAX_SPANS = 32
+"""Spans kept per hit (the first ones in the text): enough to show, bounded in the row."""
 
 
 class RuleEngine:
@@ -47,13 +57,17 @@ class RuleEngine:
         "_keywords",
         "_patterns",
         "_profile",
+        "_spans_wanted",
         "_urgent",
         "_yielding",
         "ruleset",
     )
 
-    def __init__(self, ruleset: RuleSet) -> None:
+    def __init__(self, ruleset: RuleSet, *, spans: bool = True) -> None:
+        """``spans``: locate each hit (``RuleHit.spans``); off only to measure what it costs
+        (``python -m bench.rules --no-spans``)."""
         self.ruleset = ruleset
+        self._spans_wanted = spans
         enabled = ruleset.enabled
         self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
         self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
@@ -88,20 +102,69 @@ class RuleEngine:
         if canonical is None:
             canonical = canonicalize(message.text)
         ids = self._match(message, canonical)
+        mentioned: list[HitSpan] = []
         if ids - self._urgent:
-            spans = mentioned_spans(canonical.text)
-            if spans:
-                unquoted = canonicalize(blank_spans(canonical.text, spans))
+            mentioned = mentioned_spans(canonical.text)
+            if mentioned:
+                unquoted = canonicalize(blank_spans(canonical.text, mentioned))
                 ids = (ids & self._match(message, unquoted)) | (ids & self._urgent)
         if ids & self._yielding and is_report(canonical.text):
             ids -= self._yielding
         if not ids:
             return _NO_HITS
+        spans = self._spans(message.text, canonical, ids, mentioned) if self._spans_wanted else {}
         hits = sorted(
-            (self._hits[rule_id] for rule_id in ids),
+            (replace(self._hits[rule_id], spans=spans.get(rule_id, ())) for rule_id in ids),
             key=lambda hit: (-hit.severity, _ACTION_RANK[hit.action], hit.rule_id),
         )
         return RuleOutcome(hits=tuple(hits))
+
+    def _spans(
+        self, raw: str, canonical: CanonicalText, ids: set[str], mentioned: list[HitSpan]
+    ) -> dict[str, tuple[HitSpan, ...]]:
+        """Rule id -> where it matched in ``raw`` (module docs); nothing for a ``canonical``
+        that is not ``raw``'s (``trace`` refuses it) or where the offsets cannot be mapped (an
+        ``OffsetError``: the verdict stands without spans)."""
+        try:
+            traced = trace(raw, canonical)
+            quoted = list(traced.text_map.raw_spans(canonical.text, mentioned))
+            by_keyword = self._keywords.locate(ids, traced)
+            located = {
+                rule_id: self._locate(rule_id, traced, by_keyword.get(rule_id, []), quoted)
+                for rule_id in ids
+            }
+        except OffsetError:
+            return {}
+        return {rule_id: spans for rule_id, spans in located.items() if spans}
+
+    def _locate(
+        self, rule_id: str, traced: TracedText, found: list[HitSpan], quoted: list[HitSpan]
+    ) -> tuple[HitSpan, ...]:
+        """Rule ``rule_id``'s spans: ``found`` (its keywords') and its patterns' and link
+        check's, without those inside a span that did not count unless nothing else is left."""
+        canonical = traced.canonical
+        if self._patterns.has_rule(rule_id):
+            for text, mapping in (
+                (canonical.links, traced.links_map),
+                *zip(canonical.leet, traced.leet_maps, strict=True),
+            ):
+                found.extend(mapping.raw_spans(text, self._patterns.locate(rule_id, text)))
+        found.extend(
+            traced.links_map.raw_spans(
+                canonical.links, self._profile.locate(rule_id, canonical.links)
+            )
+        )
+        left_out = [] if rule_id in self._urgent else list(quoted)
+        exempt = self._keyword_exempt.get(rule_id)
+        if exempt is not None:
+            spans = (match.span() for match in exempt.finditer(canonical.text))
+            left_out.extend(traced.text_map.raw_spans(canonical.text, spans))
+        counted = [
+            span
+            for span in found
+            if not any(low <= span[0] and span[1] <= high for low, high in left_out)
+        ]
+        return _merged(counted or found)[:MAX_SPANS]
 
     def _match(self, message: ChatMessage, canonical: CanonicalText) -> set[str]:
         """Every rule whose keywords, patterns or profile check match, exempt spans aside."""
@@ -120,3 +183,14 @@ class RuleEngine:
 
 
 _NO_HITS = RuleOutcome()
+
+
+def _merged(spans: list[HitSpan]) -> tuple[HitSpan, ...]:
+    """``spans`` in order, overlapping ones joined."""
+    merged: list[HitSpan] = []
+    for start, end in sorted(spans):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return tuple(merged)

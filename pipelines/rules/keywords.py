@@ -15,14 +15,15 @@ space-separated scripts need word boundaries; Chinese keywords match anywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 import ahocorasick
 import re2
 
-from pipelines.canonical import CanonicalText
+from pipelines.canonical import CanonicalText, TracedText
 from pipelines.canonical.scripts import is_han
-from pipelines.rules.config import KeywordRule, compile_re2_set
+from pipelines.rule_hits import HitSpan
+from pipelines.rules.config import KeywordRule, compile_re2, compile_re2_set
 from pipelines.rules.masks import MaskMatcher
 from pipelines.rules.pinyin_keywords import PinyinKeywordMatcher
 
@@ -78,6 +79,7 @@ class KeywordMatcher:
         "_pinyin",
         "_pinyin_words",
         "_unspaced",
+        "_unspaced_by_rule",
         "_unspaced_ids",
     )
 
@@ -86,6 +88,16 @@ class KeywordMatcher:
         for rule in rules:
             for keyword in rule.keywords:
                 entries.setdefault(keyword, []).append(rule.meta.id)
+        self._unspaced_by_rule: dict[str, tuple[re2._Regexp, frozenset[str]]] = {}
+        """Rule id -> its unspaced keywords as one RE2 alternation (longest first), and those of
+        them that need a right boundary: for ``locate`` only."""
+        for rule in rules:
+            own = sorted({k for k in rule.keywords if _is_unspaced(k[0])}, key=len, reverse=True)
+            if own:
+                self._unspaced_by_rule[rule.meta.id] = (
+                    compile_re2("|".join(re2.escape(k) for k in own), large=True),
+                    frozenset(k for k in own if needs_boundary(k[-1])),
+                )
         self._automaton = ahocorasick.Automaton()
         unspaced: list[tuple[str, tuple[str, ...]]] = []
         for keyword, rule_ids in entries.items():
@@ -145,12 +157,8 @@ class KeywordMatcher:
         if not self._has_automaton:
             return found
         for end, (length, left, right, rule_ids) in self._automaton.iter(text):
-            start = end - length + 1
-            if left and start > 0 and is_boundary_char(text[start - 1]):
-                continue
-            if right and end < last and is_boundary_char(text[end + 1]):
-                continue
-            found.update(rule_ids)
+            if _bounded(text, end - length + 1, end + 1, left, right, last):
+                found.update(rule_ids)
         return found
 
     def _match_pinyin_words(self, text: str) -> set[str]:
@@ -163,6 +171,68 @@ class KeywordMatcher:
             if near_han and _touches_han(text, word):
                 found.update(near_han)
         return found
+
+    def locate(self, rule_ids: Collection[str], traced: TracedText) -> dict[str, list[HitSpan]]:
+        """Where the keywords of the rules ``rule_ids`` occur in the raw text: in the canonical
+        text, its leetspeak readings, its masks, its pinyin words and its pinyin reading (every
+        way ``match`` finds them), mapped back through ``traced``; rules without any are left
+        out."""
+        wanted = set(rule_ids)
+        canonical = traced.canonical
+        found: dict[str, list[HitSpan]] = {}
+        leet = zip(canonical.leet, traced.leet_maps, strict=True)
+        for text, mapping in ((canonical.text, traced.text_map), *leet):
+            if len(mapping) != len(text):
+                continue
+            for rule_id, start, end in self._occurrences(text, wanted):
+                found.setdefault(rule_id, []).append(mapping.raw_span(start, end))
+        for mask, span in zip(canonical.masks, traced.mask_spans, strict=True):
+            for rule_id in self._masks.match((mask,)) & wanted:
+                found.setdefault(rule_id, []).append(span)
+        if self._pinyin_words and len(traced.text_map) == len(canonical.text):
+            text = canonical.text
+            for match in _LATIN_WORD.finditer(text):
+                anywhere, near_han = self._pinyin_words.get(match.group(), ((), ()))
+                start, end = match.span()
+                ids = [*anywhere, *(near_han if _span_touches_han(text, start, end) else ())]
+                for rule_id in wanted.intersection(ids):
+                    found.setdefault(rule_id, []).append(traced.text_map.raw_span(start, end))
+        codes = canonical.pinyin.codes
+        if codes and len(traced.pinyin_map) == len(codes):
+            for rule_id, start, end in self._pinyin.locate(wanted, canonical.pinyin):
+                found.setdefault(rule_id, []).append(traced.pinyin_map.raw_span(start, end))
+        return found
+
+    def _occurrences(self, text: str, wanted: set[str]) -> Iterator[tuple[str, int, int]]:
+        """``(rule id, start, end)`` of each keyword of the ``wanted`` rules in ``text``, as
+        ``match_text`` counts them (word boundaries where the keyword's script needs them)."""
+        last = len(text) - 1
+        if self._has_automaton:
+            for end, (length, left, right, rule_ids) in self._automaton.iter(text):
+                start = end - length + 1
+                if _bounded(text, start, end + 1, left, right, last):
+                    for rule_id in wanted.intersection(rule_ids):
+                        yield rule_id, start, end + 1
+        if text.isascii():
+            return
+        for rule_id in wanted & self._unspaced_by_rule.keys():
+            regex, bounded = self._unspaced_by_rule[rule_id]
+            for match in regex.finditer(text):
+                start, end = match.span()
+                if _bounded(text, start, end, False, match.group() in bounded, last):
+                    yield rule_id, start, end
+
+
+def _bounded(text: str, start: int, end: int, left: bool, right: bool, last: int) -> bool:
+    """Whether ``text[start:end]`` is a whole word where ``left`` / ``right`` ask for a boundary
+    (``last``: the text's last index)."""
+    if left and start > 0 and is_boundary_char(text[start - 1]):
+        return False
+    return not (right and end <= last and is_boundary_char(text[end]))
+
+
+def _span_touches_han(text: str, start: int, end: int) -> bool:
+    return (start > 0 and is_han(text[start - 1])) or (end < len(text) and is_han(text[end]))
 
 
 def _touches_han(text: str, word: str) -> bool:

@@ -20,7 +20,7 @@ elsewhere in the message still does. Look-around would say the same in one patte
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import re2
 
@@ -35,7 +35,7 @@ SHARD_PATTERNS = 64
 class PatternMatcher:
     """Finds which regex rules match a canonical text."""
 
-    __slots__ = ("_exempt", "_owners", "_rules", "_sets", "compiled")
+    __slots__ = ("_exempt", "_owners", "_patterns_of", "_rules", "_sets", "compiled")
 
     def __init__(self, rules: Sequence[RegexRule]) -> None:
         self._rules = tuple(rules)
@@ -45,6 +45,14 @@ class PatternMatcher:
         """Each pattern compiled on its own by RE2, in rule order (matching uses the set; a rule
         with exempt spans is searched again with its own compiled patterns)."""
         self._owners = [owner for owner, rule in enumerate(self._rules) for _ in rule.patterns]
+        self._patterns_of: dict[str, tuple[int, tuple[re2._Regexp, ...]]] = {
+            rule.meta.id: (
+                owner,
+                tuple(c for c, o in zip(self.compiled, self._owners, strict=True) if o == owner),
+            )
+            for owner, rule in enumerate(self._rules)
+        }
+        """Rule id -> its index and its compiled patterns (``locate``)."""
         patterns = [pattern for rule in self._rules for pattern in rule.patterns]
         self._sets = tuple(
             (start, regex_set)
@@ -88,3 +96,24 @@ class PatternMatcher:
             return True
         hits = (pattern.search(blanked) is not None for pattern in patterns)
         return any(hits) if self._rules[owner].match is MatchMode.ANY else all(hits)
+
+    def has_rule(self, rule_id: str) -> bool:
+        """Whether ``rule_id`` is one of this matcher's regex rules."""
+        return rule_id in self._patterns_of
+
+    def locate(self, rule_id: str, text: str) -> Iterator[tuple[int, int]]:
+        """Where the patterns of rule ``rule_id`` match ``text``, leaving out matches that lie
+        inside its exempt spans."""
+        if rule_id not in self._patterns_of:
+            return
+        owner, patterns = self._patterns_of[rule_id]
+        exempt = (
+            [match.span() for match in self._exempt[owner][0].finditer(text)]
+            if owner in self._exempt
+            else []
+        )
+        for pattern in patterns:
+            for match in pattern.finditer(text):
+                start, end = match.span()
+                if end > start and not any(low <= start and end <= high for low, high in exempt):
+                    yield start, end

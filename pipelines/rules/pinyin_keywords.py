@@ -28,7 +28,7 @@ the character-keeping rule removed every homophone false alarm (``知那主``, `
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import ahocorasick
 
@@ -127,3 +127,16 @@ class PinyinKeywordMatcher:
                 if _heard_as(keyword, heard):
                     found.update(rule_ids)
         return found
+
+    def locate(self, rule_ids: set[str], reading: PinyinReading) -> Iterator[tuple[str, int, int]]:
+        """``(rule id, start, end)`` (positions in ``reading.codes``) where a keyword of one of
+        ``rule_ids`` is said in homophones, as ``match`` finds it."""
+        if self._automaton is None or not reading.codes:
+            return
+        for end, (length, spoken) in self._automaton.iter(reading.codes):
+            start = end - length + 1
+            heard = reading.sources[start : end + 1]
+            for keyword, ids in spoken:
+                if rule_ids.intersection(ids) and _heard_as(keyword, heard):
+                    for rule_id in rule_ids.intersection(ids):
+                        yield rule_id, start, end + 1

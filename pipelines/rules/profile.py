@@ -19,7 +19,7 @@ rule's ``sender_ids``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 
 from pipelines.canonical.links import TLDS
@@ -92,6 +92,15 @@ class ProfileMatcher:
             if fired:
                 found.add(rule.meta.id)
         return found
+
+    def locate(self, rule_id: str, canonical_text: str) -> Iterator[tuple[int, int]]:
+        """Where rule ``rule_id`` looked in ``canonical_text``: the links a new account's rule
+        fires on; nothing for rules about the sender alone."""
+        for rule in self._rules:
+            if rule.meta.id == rule_id and rule.check is ProfileCheck.NEW_ACCOUNT_LINK:
+                for match in _LINK.finditer(canonical_text):
+                    if match.end() > match.start():
+                        yield match.span()
 
 
 def _is_new_account(message: ChatMessage, max_age_hours: float) -> bool:

@@ -1,5 +1,6 @@
 // Drives the review console in Debian's headless chromium: sign in, claim the top item, reveal
-// the blurred text, decide with a keyboard shortcut, read the audit row. Prints one JSON line.
+// the blurred text and its marked rule hits, read the conversation around it, decide with a
+// keyboard shortcut, read the audit row. Prints one JSON line.
 //
 // Environment: E2E_BASE_URL, E2E_TOKEN, E2E_REASON, E2E_USER; optional E2E_CHROMIUM
 // (default /usr/bin/chromium) and E2E_SCREENSHOT (a path written on failure).
@@ -77,6 +78,21 @@ try {
   check(await text.evaluate((el) => el.classList.contains("revealed")), "text revealed on click");
   const shownText = (await text.textContent()).trim();
 
+  // What the rules matched is marked, visibly, inside the revealed text.
+  const marks = text.locator("mark.hit");
+  const marked = await marks.allTextContents();
+  check(marked.length > 0, "the rule hit is marked in the text");
+  const markBackground = await marks.first().evaluate((el) => getComputedStyle(el).backgroundColor);
+  check(markBackground !== "rgba(0, 0, 0, 0)", `the mark is highlighted (background: ${markBackground})`);
+
+  // The conversation lists the room's messages around this one, each marked by sender.
+  const conversation = await page.$$eval("#conversation li", (lis) =>
+    lis.map((li) => ({
+      sender: li.querySelector(".sender").textContent.trim(),
+      same: li.classList.contains("same-sender"),
+      text: li.querySelector(".toxic") ? li.querySelector(".toxic").textContent.trim() : "",
+    })));
+
   // Decide with a shortcut: type a reason, leave the field, press "r" (remove message).
   await page.fill("#reason", reason);
   await page.keyboard.press("Escape");
@@ -94,7 +110,7 @@ try {
   check(row && row.actor === user && row.reason === reason && row.item === itemId, "audit row for the decision");
   check(consoleErrors.length === 0, `no browser console errors: ${consoleErrors.join(" | ")}`);
 
-  console.log(JSON.stringify({ ok: true, itemId, audit, shownText, browser: context.browser()?.version() ?? null }));
+  console.log(JSON.stringify({ ok: true, itemId, audit, shownText, marked, conversation, browser: context.browser()?.version() ?? null }));
 } catch (err) {
   if (process.env.E2E_SCREENSHOT) {
     await page.screenshot({ path: process.env.E2E_SCREENSHOT, fullPage: true }).catch(() => {});

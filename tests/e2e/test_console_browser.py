@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,26 +122,59 @@ def server(
         log.close()
 
 
+_TEXT = "an escalated message: f.u.c.k y0u, for the e2e test"
+_MARKED = "f.u.c.k y0u"
+_EARLIER = "an earlier message of the room, still waiting for the model"
+
+
 async def _seed(conn: Any, message_id: str) -> int:
+    """The escalated message (its rule hit marks ``_MARKED``) and, a minute before it, another
+    sender's message of the same room whose text is retained."""
     sent_at = datetime.now(UTC)
+    start = _TEXT.index(_MARKED)
+    hits = [
+        {
+            "rule_id": "en.slur.1",
+            "category": "hate",
+            "severity": "high",
+            "action": "flag",
+            "spans": [[start, start + len(_MARKED)]],
+        }
+    ]
     await conn.execute(
         "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, message_id, "
         "group_id, sender_id, text_sha256, decision, decided_by, escalated, category, priority, "
         "rule_hits, scores, model_name, model_version) VALUES ('chat.messages', 0, 42, $1, $2, "
         "'e2e-room', 'e2e-sender', repeat('b', 64), 'flag', 'model', true, 'hate', 0.7, "
-        '\'[{"rule_id": "en.slur.1", "category": "hate", "severity": "high", '
-        '"action": "flag"}]\', '
+        "$3::jsonb, "
         '\'{"toxicity": {"none": 0.3, "offensive": 0.1, "hate": 0.6}}\', \'moderation\', \'1\')',
         sent_at,
         message_id,
+        json.dumps(hits),
+    )
+    earlier = sent_at - timedelta(minutes=1)
+    await conn.execute(
+        "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, message_id, "
+        "group_id, sender_id, text_sha256, decision, decided_by, escalated, priority) VALUES "
+        "('chat.messages', 0, 41, $1, $2, 'e2e-room', 'e2e-other', repeat('c', 64), 'allow', "
+        "'pending_model', false, 0)",
+        earlier,
+        f"{message_id}-earlier",
+    )
+    await conn.execute(
+        "INSERT INTO pending_texts (source_topic, source_partition, source_offset, sent_at, "
+        "message_text) VALUES ('chat.messages', 0, 41, $1, $2)",
+        earlier,
+        _EARLIER,
     )
     item_id: int = await conn.fetchval(
         "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
         "message_id, group_id, sender_id, message_text, category, priority, auto_decision) "
-        "VALUES ('chat.messages', 0, 42, $1, $2, 'e2e-room', 'e2e-sender', "
-        "'an escalated message for the e2e test', 'hate', 0.7, 'flag') RETURNING id",
+        "VALUES ('chat.messages', 0, 42, $1, $2, 'e2e-room', 'e2e-sender', $3, 'hate', 0.7, "
+        "'flag') RETURNING id",
         sent_at,
         message_id,
+        _TEXT,
     )
     return item_id
 
@@ -214,6 +247,11 @@ async def test_console_sign_in_claim_decide_audit_and_kafka(
     assert result["ok"], result
     assert run.returncode == 0
     assert result["itemId"] == public_id
+    assert result["marked"] == [_MARKED]
+    assert result["conversation"] == [
+        {"sender": "e2e-other", "same": False, "text": _EARLIER},
+        {"sender": "e2e-sender", "same": True, "text": ""},
+    ]
     assert token not in run.stdout
     assert token not in server[1].read_text(errors="replace"), "the token reached the server log"
 

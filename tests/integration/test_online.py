@@ -128,6 +128,13 @@ async def test_verdicts_are_stored_as_online_escalated_and_published(
         ("online", threat.message_id),
     }
     assert all("text" not in r for r in records)
+    # Where the rules matched: code-point offsets into the request's text, answered and
+    # published alike.
+    answered = [[[s.start, s.end] for s in hit.spans] for hit in spam.rule_hits]
+    assert any(answered)
+    assert all(0 <= a < b <= len(SPAM) for spans in answered for a, b in spans)
+    (spam_record,) = [r for r in records if r["message_id"] == spam.message_id]
+    assert [hit.get("spans", []) for hit in spam_record["rule_hits"]] == answered
 
 
 async def test_repeats_return_the_stored_verdict_also_when_concurrent(

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -196,3 +197,53 @@ async def test_sign_out_ends_the_session(
     client.cookies.set("modstream_session", cookie)
     again = await client.get("/console/queue")
     assert again.status_code == 303
+
+
+async def test_the_claim_holder_sees_hits_marked_and_the_conversation(
+    client: httpx.AsyncClient, pool: asyncpg.Pool[Any]
+) -> None:
+    """With the claim, the text shows what the rules matched as escaped, marked pieces, and the
+    conversation lists the group's messages by sender; without it, neither appears."""
+    await pool.execute("TRUNCATE verdicts, pending_texts")
+    text = "<b>well</b> f.u.c.k y0u then"
+    sent_at = datetime.now(UTC)
+    hits = [{"rule_id": "en.kw", "category": "offensive", "severity": "high", "action": "flag",
+             "spans": [[12, 23]]}]  # fmt: skip
+    for offset, sender, moment in ((7, "s", sent_at), (6, "t", sent_at - timedelta(minutes=1))):
+        await pool.execute(
+            "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, "
+            "message_id, group_id, sender_id, text_sha256, decision, decided_by, escalated, "
+            "priority, rule_hits) VALUES ('chat.messages', 1, $1, $2, $3, 'g', $4, "
+            "repeat('0', 64), 'flag', 'rules', true, 0.5, $5::jsonb)",
+            offset,
+            moment,
+            f"m{offset}",
+            sender,
+            json.dumps(hits if offset == 7 else []),
+        )
+    await pool.execute(
+        "INSERT INTO pending_texts (source_topic, source_partition, source_offset, sent_at, "
+        "message_text) VALUES ('chat.messages', 1, 6, $1, 'who are <i>you</i>')",
+        sent_at - timedelta(minutes=1),
+    )
+    item_id: str = await pool.fetchval(
+        "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
+        "message_id, group_id, sender_id, message_text, category, priority, auto_decision) "
+        "VALUES ('chat.messages', 1, 7, $1, 'm7', 'g', 's', $2, 'hate', 0.5, 'flag') "
+        "RETURNING public_id::text",
+        sent_at,
+        text,
+    )
+    await _sign_in(client, pool, "lee")
+    unclaimed = await client.get(f"/console/items/{item_id}")
+    assert "<mark" not in unclaimed.text
+    assert 'id="conversation"' not in unclaimed.text
+    await client.post(f"/console/items/{item_id}/claim", data={"csrf": _csrf(unclaimed.text)})
+    page = await client.get(f"/console/items/{item_id}")
+    assert '&lt;b&gt;well&lt;/b&gt; <mark class="hit" title="en.kw">f.u.c.k y0u</mark> then' in (
+        page.text
+    )
+    conversation = page.text.split('id="conversation"', 1)[1].split("</ol>", 1)[0]
+    assert conversation.index("who are &lt;i&gt;you&lt;/i&gt;") < conversation.index("this message")
+    assert conversation.count("same-sender") == 1
+    assert conversation.count("other-sender") == 1

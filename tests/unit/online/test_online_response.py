@@ -16,7 +16,9 @@ from tests.unit.online.online_fakes import CALM, SENT_AT
 
 def test_every_record_field_reaches_the_response() -> None:
     """Decision, reasons, hits, per-task scores and labels, model and offset are all carried."""
-    hit = RuleHit("en.threat.kill", "threat", Severity.HIGH, RuleAction.ESCALATE)
+    hit = RuleHit(
+        "en.threat.kill", "threat", Severity.HIGH, RuleAction.ESCALATE, spans=((3, 9), (10, 13))
+    )
     facts = MessageFacts(SourcePosition("online", 0, 41), "m-1", "g-1", "u-1", SENT_AT, "ab" * 32)
     verdict = make_verdict(
         facts,
@@ -36,6 +38,10 @@ def test_every_record_field_reaches_the_response() -> None:
     assert [(h.rule_id, h.severity, h.action) for h in response.rule_hits] == [
         ("en.threat.kill", "high", "escalate")
     ]
+    published = [hit.as_dict()["spans"] for hit in verdict.rule_hits]
+    assert record["rule_hits"] == [hit.as_dict() for hit in verdict.rule_hits]
+    assert [[[s.start, s.end] for s in h.spans] for h in response.rule_hits] == published
+    assert [(s.start, s.end) for s in response.rule_hits[0].spans] == [(3, 9), (10, 13)]
     assert response.scores["toxicity"].label == "none"
     assert response.scores["intent"].probabilities["chat"] == 1.0
     assert {task: dict(scores.probabilities) for task, scores in response.scores.items()} == record[

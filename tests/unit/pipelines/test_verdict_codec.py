@@ -11,7 +11,7 @@ import orjson
 import pytest
 
 from pipelines.messages import SourcePosition
-from pipelines.rule_hits import RuleAction, RuleHit, Severity
+from pipelines.rule_hits import RuleAction, RuleHit, RuleHitError, Severity
 from pipelines.scores import ModelScores, ScoreRowError
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 from pipelines.verdict_codec import (
@@ -294,3 +294,41 @@ def test_stored_harms_that_break_the_contract_are_refused() -> None:
     stored["harms"]["threat"] = 1.5
     with pytest.raises(ScoreRowError, match="HARMS"):
         scores_from_json(stored)
+
+
+SPANNED = RuleHit(
+    "en.offensive.1", "offensive", Severity.HIGH, RuleAction.BLOCK, spans=((5, 12), (13, 16))
+)
+
+
+def test_spans_round_trip_through_stored_and_published_forms() -> None:
+    """A hit's spans are stored and published as ``[[start, end], ...]`` and read back as the
+    same hit; the published record holds offsets, never text."""
+    assert SPANNED.as_dict()["spans"] == [[5, 12], [13, 16]]
+    assert hits_from_json([SPANNED.as_dict()]) == (SPANNED,)
+    verdict = replace(_stored_verdict(True), rule_hits=(SPANNED,))
+    updated = datetime(2026, 12, 2, 12, 7, tzinfo=UTC)
+    row = _as_read(verdict, updated)
+    assert verdict_from_row(row) == verdict
+    record = verdict_record(verdict, created_at=updated)
+    assert record["rule_hits"] == [SPANNED.as_dict()]
+    assert record_from_row(row) == record
+
+
+def test_a_hit_stored_before_spans_reads_back_without_them() -> None:
+    """Rows written before spans were kept (no ``spans`` key) still read, with no spans, and
+    a hit without spans keeps the stored form it always had."""
+    (hit,) = hits_from_json([HIT_AS_STORED])
+    assert hit.spans == ()
+    assert hit.as_dict() == HIT_AS_STORED
+
+
+@pytest.mark.parametrize(
+    "spans",
+    ["0-3", [[3, 3]], [[4, 2]], [[-1, 2]], [[0, 1, 2]], [["0", "1"]], [[True, 2]], [5]],
+)
+def test_stored_spans_that_are_not_offsets_are_refused(spans: object) -> None:
+    """Spans that are not ordered, non-empty pairs of non-negative integers are a typed
+    ``RuleHitError`` (a ``PipelineError``), not a hit with nonsense offsets."""
+    with pytest.raises(RuleHitError):
+        hits_from_json([{**HIT_AS_STORED, "spans": spans}])
