@@ -23,14 +23,13 @@ from typing import Any
 
 import numpy as np
 
+from modelbuild.canonical_inputs import canonical_text
 from modelbuild.real_text import LabelledLine, RealText
 from modelbuild.whole_decision import Scorer, decide_and_score
-from pipelines.canonical import canonicalize
 from pipelines.scores import HARM_LABELS, ModelScores
 from pipelines.verdict import Decision
 
 __all__ = [
-    "canonical_keys",
     "everyday_rates",
     "grade_real_text",
     "insult_figures",
@@ -99,11 +98,6 @@ def insult_figures(comments: Sequence[LabelledLine], scorer: Scorer) -> dict[str
     }
 
 
-def canonical_keys(texts: Sequence[str]) -> list[str]:
-    """The canonical text the worker sends to the model for each raw text."""
-    return [canonicalize(t).text for t in texts]
-
-
 def grade_real_text(
     real: RealText,
     scorers: Mapping[str, Scorer],
@@ -115,7 +109,7 @@ def grade_real_text(
     from sklearn.metrics import roc_auc_score
 
     labels = [c.label for c in real.insults]
-    keys = canonical_keys([c.text for c in real.insults])
+    keys = [canonical_text(c.text) for c in real.insults]
     report: dict[str, Any] = {}
     for model, scorer in scorers.items():
         insult_scorer = scorer
