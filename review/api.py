@@ -43,6 +43,7 @@ from review.schemas import (
     AppealDecideRequest,
     AppealDecisionResult,
     AppealFiled,
+    AppealOutcome,
     AppealRequest,
     AppealView,
     AuditEvent,
@@ -86,6 +87,18 @@ class ReviewServices:
             _log.warning("decision_publish_failed", item_id=item_id, error=str(exc))
             return False
         return await self.queue.is_published(decision_id)
+
+    async def decide_appeal(
+        self, user: User, item_id: str, outcome: AppealOutcome, reason: str
+    ) -> AppealDecisionResult:
+        """Decide the appeal item ``item_id`` as ``user`` (``AppealOutcomes.decide``: the claim,
+        the reason and the original decider are checked there), count it and publish the
+        correction now. The API and the console both decide appeals through here."""
+        result = await self.appeal_outcomes.decide(user, item_id, outcome, reason)
+        category = (await self.appeals.get(result.appeal_id)).category or "none"
+        self.metrics.appeals_decided_total.labels(category, result.outcome.value).inc()
+        published = await self.flush_outbox(result.correction_id, result.item_id)
+        return result.model_copy(update={"published": published})
 
     async def publish_pending(self, decision: DecisionResult) -> DecisionResult:
         """Flush the outbox now; report whether this decision made it to Kafka."""
@@ -329,11 +342,7 @@ def _register_api(app: FastAPI) -> None:
         """Decide a claimed appeal item: upheld or reversed, with a reason (never by the
         moderator whose decision is appealed); audited, a reversal lifts the decision's strikes,
         the correction is published to moderation.decisions."""
-        result = await svc.appeal_outcomes.decide(user, item_id, body.outcome, body.reason)
-        category = (await svc.appeals.get(result.appeal_id)).category or "none"
-        svc.metrics.appeals_decided_total.labels(category, result.outcome.value).inc()
-        published = await svc.flush_outbox(result.correction_id, result.item_id)
-        return result.model_copy(update={"published": published})
+        return await svc.decide_appeal(user, item_id, body.outcome, body.reason)
 
     @app.get("/api/events", response_model=list[AuditEvent], tags=["audit"])
     async def events(
