@@ -1,7 +1,7 @@
 """Published marks carried by the next verdict write instead of a statement of their own.
 
 Once Kafka has acknowledged a group of online verdicts, their rows are marked ``published``
-(``worker.stores.verdict_outbox``). Sent alone, that mark is one more PostgreSQL round trip for
+(``engine.stores.verdict_outbox``). Sent alone, that mark is one more PostgreSQL round trip for
 every write: at 500 calls/s on the 2-core development box it was about 6 % of the service's
 CPU (BENCHMARKS.md, "Online"). Here the processor's marker only queues the keys; the next
 verdict statement (``online.claimed_writes``) takes them and marks them as one more of its
@@ -24,8 +24,8 @@ from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishedMarker
+from engine.stores.database import StoreError
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import StoreError
 
 __all__ = ["CarriedMarks", "MarkStore"]
 
@@ -33,7 +33,7 @@ _log = get_logger(__name__)
 
 
 class MarkStore(PublishedMarker[VerdictRowKey], Protocol):
-    """The verdict outbox as the marks use it (``worker.stores.verdict_outbox``)."""
+    """The verdict outbox as the marks use it (``engine.stores.verdict_outbox``)."""
 
     def mark_part(self, keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]: ...
 
@@ -80,7 +80,7 @@ class CarriedMarks:
         self._since = self._clock() if self._since is None else self._since
 
     def part(self, keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
-        """The mark of ``keys`` as one part of a statement (``worker.stores.one_statement``)."""
+        """The mark of ``keys`` as one part of a statement (``engine.stores.one_statement``)."""
         return self._store.mark_part(keys)
 
     async def send_overdue(self) -> None:

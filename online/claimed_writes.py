@@ -3,8 +3,8 @@
 An online check is decided at coordinates of its own (``ClaimStore.reserve``) and its message id
 is claimed by the statement that stores its verdict: the claims (``INSERT INTO online_messages``,
 ids in sorted order, so two instances writing overlapping ids cannot deadlock) are one more part
-of the batch's one statement (``worker.stores.one_statement``), beside the verdicts, escalations
-and pending texts ``worker.stores.verdict_batches`` writes for every batch. A claim and its
+of the batch's one statement (``engine.stores.one_statement``), beside the verdicts, escalations
+and pending texts ``engine.stores.verdict_batches`` writes for every batch. A claim and its
 verdict are therefore stored together or not at all: no claim is ever left without its row.
 
 The claims part has no ``ON CONFLICT``: a message id claimed before (a repeat whose first call was
@@ -26,14 +26,14 @@ from typing import Any
 
 import asyncpg
 
+from engine.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
+from engine.stores.one_statement import one_statement
+from engine.stores.verdict_batches import VerdictBatch, batch_parts
 from online.carried_marks import CarriedMarks
 from online.claims import ONLINE_TOPIC, Claim, ClaimStore
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
-from worker.stores.one_statement import one_statement
-from worker.stores.verdict_batches import VerdictBatch, batch_parts
 
 __all__ = ["ClaimedWrites"]
 

@@ -39,6 +39,12 @@ from typing import Any, Protocol
 from common.logs import get_logger
 from common.publishing import PublishedMarker
 from common.settings import KafkaSettings, PostgresSettings
+from engine.stores.database import Database
+from engine.stores.pending_texts import PendingTextStore
+from engine.stores.shadow_verdicts import ShadowVerdictStore
+from engine.stores.strikes import StrikeStore
+from engine.stores.verdict_batches import VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import load_policy_file
 from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
@@ -61,6 +67,7 @@ from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inferenc
 from worker.publisher import KafkaPublisher
 from worker.rescan import Rescanner
 from worker.rescan_plan import RescanPlan
+from worker.rescan_store import RescanStore
 from worker.rescore import Rescorer
 from worker.rollup_refresh import RollupRefresher
 from worker.rule_stage import RuleStage
@@ -76,13 +83,6 @@ from worker.settings import (
 )
 from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
-from worker.stores.database import Database
-from worker.stores.pending_texts import PendingTextStore
-from worker.stores.rescans import RescanStore
-from worker.stores.shadow_verdicts import ShadowVerdictStore
-from worker.stores.strikes import StrikeStore
-from worker.stores.verdict_batches import VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 from worker.supervisor import Loop, stop_within
 from worker.throttle import TokenBucket
 from worker.triton import TritonModerationClient
@@ -242,7 +242,7 @@ def build_parts(
 ) -> ModerationParts:
     """The shared parts (nothing is started). ``consumer_group`` names the program in the
     verdict store's offsets; ``light_reset``: the pool sends no reset query on release (for a
-    program that never changes session state, see ``worker.stores.database``)."""
+    program that never changes session state, see ``engine.stores.database``)."""
     metrics = metrics or Metrics()
     database = Database(settings.postgres, light_reset=light_reset)
     outbox = VerdictOutboxStore(database)

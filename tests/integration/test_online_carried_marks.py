@@ -14,6 +14,10 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
+from engine.stores.database import Database, StoreError
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.verdict_batches import VerdictBatch
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from online.carried_marks import CarriedMarks
 from online.claimed_writes import ClaimedWrites
 from online.claims import ClaimStore, online_position
@@ -23,10 +27,6 @@ from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import verdict_row_key
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
-from worker.stores.database import Database, StoreError
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.verdict_batches import VerdictBatch
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 

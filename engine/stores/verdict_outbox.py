@@ -12,8 +12,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from engine.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["VerdictOutboxStore"]
 
@@ -49,7 +49,7 @@ class VerdictOutboxStore:
     @staticmethod
     def mark_part(keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
         """The mark of ``keys`` as a statement and its arguments, also usable as one part of
-        another statement (``worker.stores.one_statement``: the online service's verdict write
+        another statement (``engine.stores.one_statement``: the online service's verdict write
         carries the marks of what it published before, ``online.carried_marks``)."""
         return _MARK_PUBLISHED, [
             [k[0].topic for k in keys],

@@ -1,4 +1,4 @@
-"""The worker's PostgreSQL connection pool, and the errors every store raises.
+"""The PostgreSQL connection pool of the moderating services, and the errors every store raises.
 
 Driver errors are classified by type (:func:`store_failure`): those that mean "Postgres is away"
 become :class:`StoreUnavailable` (retried until it returns); everything Postgres or the driver
@@ -16,7 +16,7 @@ import asyncpg
 from asyncpg.exceptions import _base as asyncpg_base
 
 from common.settings import PostgresSettings
-from worker.errors import WorkerError
+from engine.errors import EngineError
 
 __all__ = [
     "CLIENT_REJECTED_ERRORS",
@@ -30,7 +30,7 @@ __all__ = [
 ]
 
 
-class StoreError(WorkerError):
+class StoreError(EngineError):
     """Postgres refused an operation (a constraint, a bad value): retrying will not help."""
 
 
@@ -92,7 +92,7 @@ async def keep_session(connection: asyncpg.Connection[Any]) -> None:
 
 
 class Database:
-    """One asyncpg pool shared by the worker's stores; ``start`` before use, ``stop`` after.
+    """One asyncpg pool shared by a service's stores; ``start`` before use, ``stop`` after.
 
     ``light_reset``: a returned connection is not sent asyncpg's reset query
     (:func:`keep_session`); the online service, whose every call checks a connection out, uses it.

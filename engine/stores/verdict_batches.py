@@ -1,6 +1,6 @@
 """A batch's verdicts, escalations, dead letters, pending texts and offsets: one transaction.
 
-The inserts are sent as the parts of one statement (``worker.stores.one_statement``): one round
+The inserts are sent as the parts of one statement (``engine.stores.one_statement``): one round
 trip per batch instead of one per insert plus ``BEGIN`` and ``COMMIT``, equally atomic.
 
 Every insert is idempotent on the record's Kafka coordinates, and the consumer offsets written in
@@ -14,21 +14,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.messages import SourcePosition
-from pipelines.verdict import Verdict
-from worker.offsets import PartitionKey
-from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import (
+from engine.stores.arrays import position_arrays, verdict_arrays
+from engine.stores.database import (
     STORE_DRIVER_ERRORS,
     UNAVAILABLE_ERRORS,
     Database,
     StoreUnavailable,
     store_failure,
 )
-from worker.stores.one_statement import one_statement
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
-from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from engine.stores.one_statement import one_statement
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
+from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from pipelines.messages import PartitionKey, SourcePosition
+from pipelines.verdict import Verdict
 
 __all__ = ["DeadLetter", "VerdictBatch", "VerdictBatchStore", "batch_parts"]
 
