@@ -13,7 +13,7 @@ import pytest
 from engine.stores.database import StoreUnavailable
 from engine.stores.pending_texts import PendingText
 from engine.stores.review_items import Escalation
-from engine.stores.verdict_batches import VerdictBatch
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from online.claimed_writes import ClaimedWrites
 from online.claims import Claim, ClaimStore, online_position
 from pipelines.messages import ChatMessage, SourcePosition
@@ -88,7 +88,8 @@ def _claims(pool: FakePool, **kwargs: Any) -> ClaimStore:
 
 
 def _writes(pool: FakePool, claims: ClaimStore) -> ClaimedWrites:
-    return ClaimedWrites(FakeDatabase(pool), claims, "online")  # type: ignore[arg-type]
+    verdicts = VerdictBatchStore(FakeDatabase(pool), "online")  # type: ignore[arg-type]
+    return ClaimedWrites(verdicts, claims)
 
 
 def _verdict(offset: int, message_id: str, sent_at: datetime = T0) -> Verdict:
