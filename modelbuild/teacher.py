@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +30,7 @@ from onnx import helper
 
 from modelbuild.archives import read_member
 
-__all__ = ["HateSonar", "ProfanityCheck", "TeacherError"]
+__all__ = ["HateSonar", "ProfanityCheck", "TeacherError", "clean_lines", "hatesonar_none"]
 
 _ORDER = (2, 1, 0)  # hatesonar: 0 hate, 1 offensive, 2 neither
 
@@ -102,3 +103,33 @@ class ProfanityCheck:
 
     def __call__(self, texts: list[str]) -> list[float]:
         return [float(p) for p in self.predict_proba(texts)]
+
+
+def clean_lines(
+    texts: list[str],
+    none_of: Callable[[list[str]], npt.NDArray[np.float32]],
+    profane_of: Callable[[list[str]], npt.NDArray[np.float32]],
+    *,
+    min_none: float = 0.5,
+    max_profane: float = 0.5,
+) -> frozenset[str]:
+    """The texts both teachers call clean: ``none_of`` (HateSonar's ``P(none)``) at least
+    ``min_none`` and ``profane_of`` (alt-profanity-check's ``P(profane)``) below
+    ``max_profane``, each text read as the worker sends it (canonical). Unlabelled real lines
+    become everyday training rows only when clean; the others teach the model nothing about
+    toxicity or harm (:mod:`modelbuild.tuning_data`)."""
+    from modelbuild.canonical_inputs import canonical_text
+
+    if not texts:
+        return frozenset()
+    canonical = [canonical_text(t) for t in texts]
+    none = none_of(canonical)
+    profane = profane_of(canonical)
+    return frozenset(
+        t for t, n, p in zip(texts, none, profane, strict=True) if n >= min_none and p < max_profane
+    )
+
+
+def hatesonar_none(sonar: HateSonar) -> Callable[[list[str]], npt.NDArray[np.float32]]:
+    """HateSonar's ``P(none)`` per text, for :func:`clean_lines`."""
+    return lambda texts: sonar.predict_proba(texts)[:, 0]

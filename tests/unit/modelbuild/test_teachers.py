@@ -51,3 +51,25 @@ def test_an_offensive_call_needs_the_profanity_teacher() -> None:
 def test_without_a_second_opinion_the_first_teacher_decides() -> None:
     """The previous behaviour: every confident call stands."""
     assert _labels(None) == {TWEETS[0]: "offensive", TWEETS[1]: "offensive", TWEETS[2]: "hate"}
+
+
+def test_only_lines_both_teachers_call_clean_are_vetted() -> None:
+    """A line is vetted when HateSonar says none and the profanity teacher says not profane;
+    the teachers read the canonical text (lower case)."""
+    import numpy as np
+
+    from modelbuild.teacher import clean_lines
+
+    lines = ["See you at NINE", "what the fuck", "they should all be deported"]
+    seen: list[str] = []
+
+    def none_of(texts: list[str]) -> np.ndarray:
+        seen.extend(texts)
+        return np.array([0.1 if "deported" in t else 0.9 for t in texts], dtype=np.float32)
+
+    def profane_of(texts: list[str]) -> np.ndarray:
+        return np.array([0.9 if "fuck" in t else 0.1 for t in texts], dtype=np.float32)
+
+    assert clean_lines(lines, none_of, profane_of) == frozenset({"See you at NINE"})
+    assert "see you at nine" in seen
+    assert clean_lines([], none_of, profane_of) == frozenset()

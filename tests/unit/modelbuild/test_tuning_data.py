@@ -6,7 +6,7 @@ from __future__ import annotations
 from modelbuild import datasets
 from modelbuild.harm_labels import HarmLine
 from modelbuild.real_text import LabelledLine, RealText
-from modelbuild.tuning_data import chat_intent, training_examples
+from modelbuild.tuning_data import EN_TEXT_WEIGHT, chat_intent, training_examples
 
 SEED = 20241202
 
@@ -37,10 +37,13 @@ def test_sources_merge_into_one_row_per_text() -> None:
         zh_held_out=("在吗",),
         en_train=("see you soon",),
         en_held_out=("ok",),
+        movie_train=("where were you last night?", "i'll kill that damn dog."),
+        movie_held_out=("who?",),
         sms_train=(LabelledLine("WIN A PRIZE now", 1, "k"), LabelledLine("see you soon", 0, "j")),
         insults=(LabelledLine("you idiot", 1, "i"),),
     )
-    rows = {e.text: e for e in training_examples(tasks, harms, real, SEED)}
+    vetted = frozenset({"where were you last night?"})
+    rows = {e.text: e for e in training_examples(tasks, harms, real, SEED, vetted)}
     assert (rows["great game"].sentiment, rows["great game"].intent) == (2, 0)
     assert rows["great game"].harms == (0.0,) * 5  # toxicity none
     assert rows[threat].toxicity == 1
@@ -53,6 +56,13 @@ def test_sources_merge_into_one_row_per_text() -> None:
     assert "在吗" not in rows  # held-out lines stay out
     assert "ok" not in rows
     assert "you idiot" not in rows  # the insult comments are for the insult output alone
+    assert rows["see you soon"].weight == EN_TEXT_WEIGHT
+    assert rows["great game"].weight == zh.weight == 1.0
+    clean = rows["where were you last night?"]
+    assert (clean.intent, clean.toxicity, clean.harms) == (1, 0, (0.0,) * 5)
+    unvetted = rows["i'll kill that damn dog."]  # the teachers did not call it clean
+    assert (unvetted.intent, unvetted.toxicity, unvetted.harms) == (0, -1, (-1.0,) * 5)
+    assert "who?" not in rows
 
 
 def test_chat_intent_reads_questions_in_both_languages() -> None:
