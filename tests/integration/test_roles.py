@@ -25,6 +25,14 @@ from pydantic import SecretStr
 from admin.migrate import migrate
 from admin.retention import apply_retention
 from common.settings import PostgresSettings, ServiceSettings, project_root
+from engine.stores.database import Database
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
+from engine.stores.review_items import Escalation
+from engine.stores.shadow_verdicts import ShadowVerdictStore
+from engine.stores.strikes import StrikeStore
+from engine.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
@@ -43,15 +51,7 @@ from review.settings import ReviewSettings
 from tests.support import MemoryPublisher, temporary_database
 from worker.rescan_plan import OffsetRange, RescanPlan
 from worker.rescan_review import Redecided, ReviewState
-from worker.stores.database import Database
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
-from worker.stores.rescans import RescanStore
-from worker.stores.review_items import Escalation
-from worker.stores.shadow_verdicts import ShadowVerdictStore
-from worker.stores.strikes import StrikeStore
-from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
+from worker.rescan_store import RescanStore
 
 pytestmark = pytest.mark.integration
 
