@@ -238,7 +238,10 @@ def _composed(
     with _cache_lock:
         found = _cache.get(key)
     if found is not None:
-        return found
+        # The same contents under other names: the rules are shared, the names are these.
+        top = replace(found.layers[-1], name=layer.name)
+        below_layers = below.layers if below is not None else ()
+        return replace(found, layers=(*below_layers, top), below=below)
     stack = _base(layer, examples) if below is None else _apply(below, layer)
     with _cache_lock:
         if len(_cache) >= _CACHED_STACKS:

@@ -51,7 +51,8 @@ def test_a_layer_disables_overrides_and_adds(base: Path, tmp_path: Path) -> None
     threat = rules.get("t.threat.words").meta
     assert (threat.action, threat.severity) == (RuleAction.BLOCK, Severity.CRITICAL)
     strikes = rules.get("t.profile.strikes")
-    assert isinstance(strikes, ProfileRule) and strikes.min_strikes == 5
+    assert isinstance(strikes, ProfileRule)
+    assert strikes.min_strikes == 5
     assert stack.names == ("base.toml", "acme.toml")
     assert stack.paths == (tmp_path / "acme.toml", base)
     changes = {c.rule_id: c for c in stack.layers[-1].changes}
@@ -60,7 +61,8 @@ def test_a_layer_disables_overrides_and_adds(base: Path, tmp_path: Path) -> None
     assert ("action", "flag", "block") in changes["t.threat.words"].fields
     assert list(stack.layers[-1].examples.rules) == ["acme.links"]
     # The layer below is untouched, and the stack under the top is the base's.
-    assert stack.below is not None and stack.below.ruleset == parse_ruleset(BASE)
+    assert stack.below is not None
+    assert stack.below.ruleset == parse_ruleset(BASE)
 
 
 def test_an_override_may_use_an_exempt_list_the_layer_adds(base: Path, tmp_path: Path) -> None:
@@ -163,7 +165,7 @@ def test_a_stack_deeper_than_the_bound_is_refused(base: Path, tmp_path: Path) ->
 def test_a_missing_or_oversized_layer_is_refused(tmp_path: Path) -> None:
     """The file that cannot be read is the layer named."""
     path = write(tmp_path, "acme.toml", 'extends = "gone.toml"')
-    with pytest.raises(RuleLayerError, match="layer gone.toml: rule file: cannot read"):
+    with pytest.raises(RuleLayerError, match=r"layer gone\.toml: rule file: cannot read"):
         load_rule_stack(path)
     big = write(tmp_path, "big.toml", "# " + "x" * MAX_LAYER_BYTES)
     with pytest.raises(RuleLayerError, match="more than the"):
@@ -186,6 +188,7 @@ def test_the_same_files_compose_once(base: Path, tmp_path: Path) -> None:
     two = load_rule_stack(write(tmp_path, "two.toml", LAYER))
     assert one.key == two.key
     assert one.ruleset is two.ruleset
+    assert (one.names, two.names) == (("base.toml", "one.toml"), ("base.toml", "two.toml"))
     other = load_rule_stack(write(tmp_path, "three.toml", LAYER + "\n# another tenant\n"))
     assert other.key != one.key
     assert other.ruleset == one.ruleset  # equal rules: one shared engine (shared_engines)
