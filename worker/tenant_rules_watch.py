@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,9 +75,18 @@ class TenantRulesWatcher:
         self.rejections = 0
 
     def load_all(self) -> int:
-        """Load every tenant file now (at start, before any message); how many loaded."""
+        """Load every tenant file now (at start, before any message); how many loaded. One
+        line sums it up (each tenant's refusal and each engine built are logged on their own)."""
+        started = time.perf_counter()
         changed, removed = self._changes()
-        self._install(self._load(changed), removed)
+        self._install(self._load(changed), removed, each=False)
+        _log.info(
+            "tenant_rules_loaded",
+            tenants=len(self._stage.tenants),
+            engines=len(self._stage.engines()),
+            rejected=self.rejections,
+            seconds=round(time.perf_counter() - started, 3),
+        )
         return len(self._stage.tenants)
 
     async def check(self) -> int:
@@ -153,7 +163,11 @@ class TenantRulesWatcher:
                 results[tenant] = _Loaded(stack, built, new)
         return results
 
-    def _install(self, results: dict[str, _Loaded | _Refused], removed: list[str]) -> int:
+    def _install(
+        self, results: dict[str, _Loaded | _Refused], removed: list[str], *, each: bool = True
+    ) -> int:
+        """Install what loaded, count and log what did not; ``each``: log every tenant
+        installed (a reload), not only the refusals and the engines built (the start)."""
         stamps: dict[Path, tuple[str, int, int] | tuple[str]] = {}
         for tenant, result in results.items():
             files = result.files if isinstance(result, _Refused) else result.stack.paths
@@ -168,7 +182,7 @@ class TenantRulesWatcher:
             if result.new:
                 _log.info(
                     "rule_engine_built",
-                    stack=built.stack,
+                    layers=built.stack,
                     key=built.key,
                     rules=len(built.engine.ruleset.enabled),
                     build_s=round(built.build_s, 3),
@@ -176,10 +190,12 @@ class TenantRulesWatcher:
                 )
             self._stage.install_tenant(tenant, built.engine)
             self.reloads += 1
+            if not each:
+                continue
             _log.info(
                 "tenant_rules_reloaded",
                 tenant=tenant,
-                stack=" > ".join(result.stack.names),
+                layers=" > ".join(result.stack.names),
                 rules=len(built.engine.ruleset.enabled),
                 engine=built.key or built.stack,
             )

@@ -176,6 +176,7 @@ class _Layer:
 
 
 _cache: dict[tuple[str, str], RuleStack] = {}
+_documents: dict[str, _Layer] = {}
 _cache_lock = threading.Lock()
 
 
@@ -263,6 +264,22 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _read(name: str, data: bytes) -> _Layer:
+    """``data`` parsed as the layer ``name``; a text already parsed is not parsed again (a
+    thousand tenant files over one large base read that base a thousand times)."""
+    digest = hashlib.sha256(data).hexdigest()
+    with _cache_lock:
+        known = _documents.get(digest)
+    if known is not None:
+        return replace(known, name=name)
+    layer = _parse(name, data, digest)
+    with _cache_lock:
+        if len(_documents) >= _CACHED_STACKS:
+            _documents.pop(next(iter(_documents)))
+        _documents[digest] = layer
+    return layer
+
+
+def _parse(name: str, data: bytes, digest: str) -> _Layer:
     try:
         document = decode_rule_document(data)
     except RuleLoadError as exc:
@@ -275,7 +292,6 @@ def _read(name: str, data: bytes) -> _Layer:
         raise RuleLayerError(name, None, "'extends' must be a file name or \"default\"")
     if extends is None and ("disable" in document or "overrides" in document):
         raise RuleLayerError(name, None, "'disable' and [overrides] need 'extends'")
-    digest = hashlib.sha256(data).hexdigest()
     return _Layer(name, digest, extends, document)
 
 
