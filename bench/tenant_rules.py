@@ -6,7 +6,8 @@ A tenant folder is written to a temporary directory as an operator would: the ba
 overridden, one small keyword rule of its own with its examples); and N tenant files
 ``t<n>.toml`` that each extend one stack (tenant n uses stack n mod K) and differ in a comment,
 so the N files are N distinct files. The folder is loaded as the worker loads it
-(``worker.tenant_rules_watch``: every layer parsed, one engine per distinct stack), timed from
+(``worker.tenant_rules_watch``: every layer parsed, one engine per distinct stack reusing the
+base engine's matchers for the rules it keeps, as the worker's reuse the default's), timed from
 nothing to ready: ``start_s``, with the process's resident memory after it, ``rss_mb``.
 
 The same messages are then evaluated through the rule stage (``RuleStage.evaluate``) for one
@@ -94,12 +95,15 @@ def run_tenants(args: argparse.Namespace, base: str, messages: list[ChatMessage]
         rss_before = resident_bytes()
         started = time.perf_counter()
         stage = RuleStage(single.engine, Metrics())
-        shelf = EngineShelf(args.stacks + 1, lambda rs: RuleEngine(rs, spans=not args.no_spans))
+        shelf = EngineShelf(
+            args.stacks + 1, lambda rs, base: RuleEngine(rs, spans=not args.no_spans, base=base)
+        )
+        shelf.add(single.engine)
         watcher = TenantRulesWatcher(folder, 1.0, stage, shelf, max_tenants=args.tenants)
         loaded = watcher.load_all()
         start_s = time.perf_counter() - started
     rss_mb = resident_bytes() / (1 << 20)
-    for built in shelf.built():
+    for built in shelf.built()[1:]:
         print(f"engine {built.stack}: build_s={built.build_s:.2f} rss_mb={built.rss_mb:.1f}")
     print(
         f"tenants={loaded} engines={len(stage.engines())} rejected={watcher.rejections}"

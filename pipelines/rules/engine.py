@@ -36,6 +36,7 @@ from pipelines.rules.mentions import blank_spans, mentioned_spans
 from pipelines.rules.patterns import PatternMatcher
 from pipelines.rules.profile import ProfileMatcher
 from pipelines.rules.reports import is_report
+from pipelines.rules.shared_matchers import LayeredKeywords, LayeredPatterns
 from pipelines.severe_harm import URGENT_CATEGORIES
 
 __all__ = ["RuleEngine"]
@@ -63,14 +64,31 @@ class RuleEngine:
         "ruleset",
     )
 
-    def __init__(self, ruleset: RuleSet, *, spans: bool = True) -> None:
+    def __init__(
+        self, ruleset: RuleSet, *, spans: bool = True, base: RuleEngine | None = None
+    ) -> None:
         """``spans``: locate each hit (``RuleHit.spans``); off only to measure what it costs
-        (``python -m bench.rules --no-spans``)."""
+        (``python -m bench.rules --no-spans``). ``base``: an engine whose keyword and regex
+        matchers this one reuses for the rules it keeps unchanged (a tenant's stack over the
+        default, ``pipelines.rules.shared_matchers``); its hits are the same either way."""
         self.ruleset = ruleset
         self._spans_wanted = spans
         enabled = ruleset.enabled
-        self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
-        self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
+        keywords = [r for r in enabled if isinstance(r, KeywordRule)]
+        regexes = [r for r in enabled if isinstance(r, RegexRule)]
+        self._keywords: KeywordMatcher | LayeredKeywords
+        self._patterns: PatternMatcher | LayeredPatterns
+        if base is None:
+            self._keywords = KeywordMatcher(keywords)
+            self._patterns = PatternMatcher(regexes)
+        else:
+            below = base.ruleset.enabled
+            self._keywords = LayeredKeywords(
+                keywords, base.keyword_matcher, [r for r in below if isinstance(r, KeywordRule)]
+            )
+            self._patterns = LayeredPatterns(
+                regexes, base.pattern_matcher, [r for r in below if isinstance(r, RegexRule)]
+            )
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
         self._yielding = frozenset(rule.meta.id for rule in enabled if rule.meta.yields_to_reports)
         self._urgent = frozenset(
@@ -92,6 +110,25 @@ class RuleEngine:
             )
             for rule in enabled
         }
+
+    @property
+    def keyword_matcher(self) -> KeywordMatcher:
+        """The keyword matcher an engine over this one may share (its own, not layered)."""
+        if isinstance(self._keywords, LayeredKeywords):
+            raise ValueError("a layered engine's matchers are not shared further")
+        return self._keywords
+
+    @property
+    def pattern_matcher(self) -> PatternMatcher:
+        """The regex matcher an engine over this one may share (its own, not layered)."""
+        if isinstance(self._patterns, LayeredPatterns):
+            raise ValueError("a layered engine's matchers are not shared further")
+        return self._patterns
+
+    @property
+    def is_layered(self) -> bool:
+        """Whether this engine reuses another's matchers."""
+        return isinstance(self._keywords, LayeredKeywords)
 
     def evaluate(self, message: ChatMessage, canonical: CanonicalText | None = None) -> RuleOutcome:
         """All matching rules, deduplicated by id, most severe first (then block, escalate,

@@ -36,9 +36,9 @@ exempt list defined twice, a text rule added without examples and near misses, a
 base refuses (the overridden rule is validated again as a whole).
 
 Overridable fields (the value replaces the one below): ``action``, ``severity``, ``languages``,
-``yields_to_reports``, ``yields_to_model``; ``exempt``, ``exempt_lists`` and ``match`` of
-keyword and regex rules; ``sender_ids``, ``max_account_age_hours`` and ``min_strikes`` of the
-profile rules that have them.
+``yields_to_reports``, ``yields_to_model``; ``exempt``, ``exempt_lists`` (an empty list removes
+them) and ``match`` of keyword and regex rules; ``sender_ids``, ``max_account_age_hours`` and
+``min_strikes`` of the profile rules that have them.
 
 Applying a layer re-parses only the rules it touches, and a stack already composed from the
 same files (by content) is reused, so a thousand tenant files over a few shared layers cost a
@@ -106,6 +106,8 @@ _PROFILE_FIELDS = {
     "new_account_link": "max_account_age_hours",
     "repeat_offender": "min_strikes",
 }
+_REMOVABLE = ("exempt", "exempt_lists")
+"""Fields an override may empty (``exempt_lists = []``): the rule then has none."""
 _CACHED_STACKS = 256
 """Compositions kept for reuse (a tenant folder with more distinct files composes again)."""
 
@@ -333,6 +335,9 @@ def _apply(below: RuleStack, layer: _Layer) -> RuleStack:
     for rule_id, fields in _overrides(layer, rules).items():
         before = tables[rule_id]
         table = {**before, **fields}
+        for key in _REMOVABLE:  # an empty list removes them: "exempt_lists = []"
+            if table.get(key) == []:
+                del table[key]
         try:
             rules[rule_id] = parse_rule_table(dict(table), 0, exempts)
         except RuleLoadError as exc:

@@ -5,7 +5,10 @@ hands back the engine already built for an equal ``RuleSet`` (the rules compare 
 files that make the same rules share one), builds one otherwise and records what it cost: the
 seconds it took and how much the process's resident memory grew meanwhile (Linux; 0 elsewhere,
 and only an estimate where other threads allocate at the same time). The shelf holds at most
-``max_engines``; :meth:`EngineShelf.keep_only` forgets the engines no tenant uses any more.
+``max_engines``; :meth:`EngineShelf.keep_only` forgets the engines no tenant uses any more. A
+new engine reuses the keyword and regex matchers of the engine held for the stack below it (the
+default's, for a tenant layer over the default; ``pipelines.rules.shared_matchers``), so it
+costs what its own changes cost.
 """
 
 from __future__ import annotations
@@ -22,10 +25,18 @@ from pipelines.rules.config import RuleSet
 from pipelines.rules.engine import RuleEngine
 from pipelines.rules.layers import RuleStack
 
-__all__ = ["BuiltEngine", "EngineLimitError", "EngineShelf", "resident_bytes"]
+__all__ = ["Builder", "BuiltEngine", "EngineLimitError", "EngineShelf", "resident_bytes"]
 
 _STATM = Path("/proc/self/statm")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+Builder = Callable[[RuleSet, RuleEngine | None], RuleEngine]
+"""Builds the engine of a rule set, reusing a base engine's matchers where one is given."""
+
+
+def _engine(ruleset: RuleSet, base: RuleEngine | None) -> RuleEngine:
+    return RuleEngine(ruleset, base=base)
 
 
 class EngineLimitError(PipelineError):
@@ -57,13 +68,13 @@ def resident_bytes() -> int:
 class EngineShelf:
     """Engines by rule set (module docstring); safe to use from several threads."""
 
-    def __init__(
-        self, max_engines: int, build: Callable[[RuleSet], RuleEngine] = RuleEngine
-    ) -> None:
+    def __init__(self, max_engines: int, build: Builder | None = None) -> None:
+        """``build(ruleset, base)``: the engine of ``ruleset`` reusing ``base``'s matchers
+        (``None``: none to reuse); by default ``RuleEngine(ruleset, base=base)``."""
         if max_engines < 1:
             raise ValueError("max_engines must be at least 1")
         self.max_engines = max_engines
-        self._build = build
+        self._build = build or _engine
         self._engines: dict[RuleSet, BuiltEngine] = {}
         self._lock = threading.Lock()
 
@@ -97,7 +108,7 @@ class EngineShelf:
                 )
             # Built under the lock: two tenants of one new stack must not build it twice.
             before, started = resident_bytes(), time.perf_counter()
-            engine = self._build(stack.ruleset)
+            engine = self._build(stack.ruleset, self._base_of(stack))
             built = BuiltEngine(
                 engine,
                 " > ".join(stack.names),
@@ -107,6 +118,17 @@ class EngineShelf:
             )
             self._engines[stack.ruleset] = built
             return built, True
+
+    def _base_of(self, stack: RuleStack) -> RuleEngine | None:
+        """The engine held for the nearest stack below ``stack`` (one that is not itself
+        layered), whose matchers the new engine reuses; ``None`` when none is held."""
+        below = stack.below
+        while below is not None:
+            found = self._engines.get(below.ruleset)
+            if found is not None and not found.engine.is_layered:
+                return found.engine
+            below = below.below
+        return None
 
     def keep_only(self, in_use: Iterable[RuleEngine]) -> int:
         """Forget every engine not in ``in_use``; how many were forgotten."""

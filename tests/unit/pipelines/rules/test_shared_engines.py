@@ -19,9 +19,9 @@ def test_equal_stacks_share_one_engine(tmp_path: Path) -> None:
     write(tmp_path, "base.toml", BASE)
     built: list[RuleSet] = []
 
-    def build(ruleset: RuleSet) -> RuleEngine:
+    def build(ruleset: RuleSet, base: RuleEngine | None) -> RuleEngine:
         built.append(ruleset)
-        return RuleEngine(ruleset)
+        return RuleEngine(ruleset, base=base)
 
     shelf = EngineShelf(4, build)
     first, new_first = shelf.engine_for(load_rule_stack(write(tmp_path, "a.toml", LAYER)))
