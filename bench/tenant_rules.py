@@ -104,7 +104,7 @@ def run_tenants(args: argparse.Namespace, base: str, messages: list[ChatMessage]
         start_s = time.perf_counter() - started
     rss_mb = resident_bytes() / (1 << 20)
     for built in shelf.built()[1:]:
-        print(f"engine {built.stack}: build_s={built.build_s:.2f} rss_mb={built.rss_mb:.1f}")
+        print(f"engine {built.stack}: build_s={built.build_s:.3f} rss_mb={built.rss_mb:.1f}")
     print(
         f"tenants={loaded} engines={len(stage.engines())} rejected={watcher.rejections}"
         f" start_s={start_s:.2f} (all tenant files and engines)"
