@@ -96,7 +96,8 @@ def run_tenants(args: argparse.Namespace, base: str, messages: list[ChatMessage]
         started = time.perf_counter()
         stage = RuleStage(single.engine, Metrics())
         shelf = EngineShelf(
-            args.stacks + 1, lambda rs, base: RuleEngine(rs, spans=not args.no_spans, base=base)
+            args.stacks + 1,
+            lambda st, base: RuleEngine(st.ruleset, spans=not args.no_spans, base=base),
         )
         shelf.add(single.engine)
         watcher = TenantRulesWatcher(folder, 1.0, stage, shelf, max_tenants=args.tenants)

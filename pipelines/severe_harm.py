@@ -47,6 +47,7 @@ __all__ = [
     "SevereTable",
     "is_severe",
     "read_severe_table",
+    "severe_category",
 ]
 
 THREAT = "threat"

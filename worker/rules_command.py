@@ -23,6 +23,7 @@ from pipelines.rules.config import ProfileRule, Rule
 from pipelines.rules.example_check import check_stack, examples_count
 from pipelines.rules.layers import DEFAULT_LAYER, ChangeKind, RuleChange, load_rule_stack
 from pipelines.rules.shared_engines import EngineShelf
+from pipelines.severe_harm import SHIPPED
 
 __all__ = ["register"]
 
@@ -65,6 +66,9 @@ def _run_check(args: argparse.Namespace) -> int:
         print(f"layer {layer.name}: {len(layer.changes)} changes")
         for change in layer.changes:
             print("\n".join(_describe(change, rules[change.rule_id])))
+    for category in stack.severe.categories[len(SHIPPED.categories) :]:
+        flags = [f for f in ("urgent", "never_blocked") if getattr(category, f)]
+        print(f"severe category {category.name}: floor {category.floor:g} {' '.join(flags)}")
     shelf = EngineShelf(max_engines=len(stack.layers) + 1)
     built, _ = shelf.engine_for(stack)
     failures = check_stack(

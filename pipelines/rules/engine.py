@@ -7,7 +7,7 @@ readings (``k1ll y0u`` reads ``kill you``); keywords have their own readings (se
 A rule's hit that lies only in an exempt span (``exempt``, keyword rules: an ordinary sense such
 as "a chink in the armour") or only in a quoted mention ("someone wrote 'i'll stab you' under my
 post", ``pipelines.rules.mentions``) does not count: the text is matched again with those spans
-blanked. Rules of the urgent categories (``pipelines.severe_harm.URGENT_CATEGORIES``: self-harm,
+blanked. Rules of the urgent categories (the stack's ``SevereTable``; shipped: self-harm,
 minors) keep their hits in mentions too, since someone may be in danger. A message that reports
 abuse its writer received (``pipelines.rules.reports``) also loses the hits of rules marked
 ``yields_to_reports``; the model decides it.
@@ -37,7 +37,7 @@ from pipelines.rules.patterns import PatternMatcher
 from pipelines.rules.profile import ProfileMatcher
 from pipelines.rules.reports import is_report
 from pipelines.rules.shared_matchers import LayeredKeywords, LayeredPatterns
-from pipelines.severe_harm import URGENT_CATEGORIES
+from pipelines.severe_harm import SHIPPED, SevereTable
 
 __all__ = ["RuleEngine"]
 
@@ -56,22 +56,33 @@ class RuleEngine:
         "_hits",
         "_keyword_exempt",
         "_keywords",
+        "_no_hits",
         "_patterns",
         "_profile",
         "_spans_wanted",
         "_urgent",
         "_yielding",
         "ruleset",
+        "severe",
     )
 
     def __init__(
-        self, ruleset: RuleSet, *, spans: bool = True, base: RuleEngine | None = None
+        self,
+        ruleset: RuleSet,
+        *,
+        spans: bool = True,
+        base: RuleEngine | None = None,
+        severe: SevereTable = SHIPPED,
     ) -> None:
         """``spans``: locate each hit (``RuleHit.spans``); off only to measure what it costs
         (``python -m bench.rules --no-spans``). ``base``: an engine whose keyword and regex
         matchers this one reuses for the rules it keeps unchanged (a tenant's stack over the
-        default, ``pipelines.rules.shared_matchers``); its hits are the same either way."""
+        default, ``pipelines.rules.shared_matchers``); its hits are the same either way.
+        ``severe``: the severe categories of its stack (a layer may add some): their rules keep
+        their hits in mentions when urgent, and the outcomes carry the table to the policy."""
         self.ruleset = ruleset
+        self.severe = severe
+        self._no_hits = RuleOutcome(severe=severe)
         self._spans_wanted = spans
         enabled = ruleset.enabled
         keywords = [r for r in enabled if isinstance(r, KeywordRule)]
@@ -92,7 +103,7 @@ class RuleEngine:
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
         self._yielding = frozenset(rule.meta.id for rule in enabled if rule.meta.yields_to_reports)
         self._urgent = frozenset(
-            rule.meta.id for rule in enabled if rule.meta.category in URGENT_CATEGORIES
+            rule.meta.id for rule in enabled if rule.meta.category in severe.urgent
         )
         self._keyword_exempt = {
             rule.meta.id: compile_re2("|".join(f"(?:{span})" for span in rule.exempt))
@@ -148,13 +159,13 @@ class RuleEngine:
         if ids & self._yielding and is_report(canonical.text):
             ids -= self._yielding
         if not ids:
-            return _NO_HITS
+            return self._no_hits
         spans = self._spans(message.text, canonical, ids, mentioned) if self._spans_wanted else {}
         hits = sorted(
             (replace(self._hits[rule_id], spans=spans.get(rule_id, ())) for rule_id in ids),
             key=lambda hit: (-hit.severity, _ACTION_RANK[hit.action], hit.rule_id),
         )
-        return RuleOutcome(hits=tuple(hits))
+        return RuleOutcome(hits=tuple(hits), severe=self.severe)
 
     def _spans(
         self, raw: str, canonical: CanonicalText, ids: set[str], mentioned: list[HitSpan]
@@ -217,9 +228,6 @@ class RuleEngine:
             ):
                 ids.discard(rule_id)
         return ids
-
-
-_NO_HITS = RuleOutcome()
 
 
 def _merged(spans: list[HitSpan]) -> tuple[HitSpan, ...]:

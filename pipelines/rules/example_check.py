@@ -17,7 +17,6 @@ from pipelines.messages import ChatMessage
 from pipelines.rules.engine import RuleEngine
 from pipelines.rules.examples import RuleExampleSet
 from pipelines.rules.layers import RuleStack
-from pipelines.severe_harm import is_severe
 
 __all__ = ["ExampleFailure", "check_examples", "check_stack", "examples_count"]
 
@@ -55,7 +54,7 @@ def check_examples(
             failures.append(ExampleFailure(layer, rule_id, "hits everyday line", text))
     for text in examples.no_severe_hits:
         for hit in engine.evaluate(_message(text)).hits:
-            if is_severe(hit.category):
+            if engine.severe.is_severe(hit.category):
                 failures.append(ExampleFailure(layer, hit.rule_id, "severe hit on", text))
     return failures
 

@@ -26,6 +26,11 @@ says what it changes; everything it does not mention is kept::
     [everyday]                       # optional: lines no rule (no severe rule) of the stack hits
     no_hits = ["..."]
 
+    [severe.child_safety]            # a category of its own that gets the severe treatment
+    floor = 1.0                      # the least review priority of its escalations, (0, 1]
+    urgent = true                    # optional: first in the review queue, kept in mentions
+    never_blocked = false            # optional: caps a model-driven block at flag
+
 A layer's stack is the chain of ``extends`` down to a base: at most :data:`MAX_LAYERS` files of at
 most :data:`MAX_LAYER_BYTES` each, without a cycle. Each layer is applied to what the layers
 below made and checked as it is applied, so an error names the layer, the rule and the problem
@@ -48,6 +53,7 @@ few compositions (:func:`load_rule_stack`).
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -70,6 +76,7 @@ from pipelines.rules.config import (
     rule_tables,
 )
 from pipelines.rules.examples import RuleExampleSet, default_rule_examples, parse_example_tables
+from pipelines.severe_harm import SHIPPED, SevereCategory, SevereTable, severe_category
 
 __all__ = [
     "DEFAULT_LAYER",
@@ -92,7 +99,9 @@ MAX_LAYERS = 8
 MAX_LAYER_BYTES = 1 << 20
 """The largest layer file read (1 MiB; the shipped default is about 90 KiB)."""
 
-_LAYER_KEYS = frozenset({"extends", "disable", "overrides", "examples", "everyday"})
+_LAYER_KEYS = frozenset({"extends", "disable", "overrides", "examples", "everyday", "severe"})
+_SEVERE_KEYS = frozenset({"floor", "urgent", "never_blocked", "what"})
+_CATEGORY = re.compile(r"[a-z][a-z0-9_]{0,31}")
 _META_FIELDS = frozenset(
     {"action", "severity", "languages", "yields_to_reports", "yields_to_model"}
 )
@@ -159,6 +168,8 @@ class RuleStack:
     """Each rule's table as the layers left it, by id in rule order (for the next layer)."""
     exempts: Mapping[str, tuple[str, ...]]
     """The named exempt lists every layer defined."""
+    severe: SevereTable = SHIPPED
+    """The severe categories: the shipped ones and those its layers add."""
     below: RuleStack | None = None
     """The stack without its top layer (``None`` for a base)."""
 
@@ -307,6 +318,7 @@ def _base(layer: _Layer, examples: RuleExampleSet | None) -> RuleStack:
         raise RuleLayerError(layer.name, exc.rule_id, exc.problem) from exc
     own = examples if examples is not None else _examples(layer, rules)
     changes = tuple(RuleChange(rule.meta.id, ChangeKind.ADDED) for rule in rules)
+    severe = _severe(layer, SHIPPED, rules)
     return RuleStack(
         key=layer.digest,
         layers=(LayerReport(layer.name, changes, own),),
@@ -314,6 +326,7 @@ def _base(layer: _Layer, examples: RuleExampleSet | None) -> RuleStack:
         paths=(),
         tables={rule.meta.id: table for rule, table in zip(rules, tables, strict=True)},
         exempts=exempts,
+        severe=severe,
     )
 
 
@@ -360,6 +373,7 @@ def _apply(below: RuleStack, layer: _Layer) -> RuleStack:
         tables[rule.meta.id] = table
         changes.append(RuleChange(rule.meta.id, ChangeKind.ADDED))
     examples = _examples(layer, list(rules.values()), require_for=added)
+    severe = _severe(layer, below.severe, list(rules.values()))
     return RuleStack(
         key=hashlib.sha256(f"{below.key}>{layer.digest}".encode()).hexdigest(),
         layers=(*below.layers, LayerReport(layer.name, tuple(changes), examples)),
@@ -367,8 +381,42 @@ def _apply(below: RuleStack, layer: _Layer) -> RuleStack:
         paths=(),
         tables=tables,
         exempts=exempts,
+        severe=severe,
         below=below,
     )
+
+
+def _severe(layer: _Layer, below: SevereTable, rules: Sequence[Rule]) -> SevereTable:
+    """``below`` with the layer's ``[severe.<category>]`` tables added: ``floor`` in (0, 1],
+    optional ``urgent``, ``never_blocked`` and ``what``; a category already severe is refused,
+    and so is ``yields_to_model`` on a rule of a category that becomes severe."""
+    raw = layer.document.get("severe", {})
+    if not isinstance(raw, dict):
+        raise RuleLayerError(layer.name, None, "'severe' must be a table of tables ([severe.x])")
+    added: list[SevereCategory] = []
+    for name, entry in raw.items():
+        if not _CATEGORY.fullmatch(name):
+            raise RuleLayerError(
+                layer.name, None, f"severe category {name!r} must match {_CATEGORY.pattern}"
+            )
+        if below.is_severe(name):
+            raise RuleLayerError(layer.name, None, f"{name!r} is already a severe category")
+        try:
+            added.append(severe_category(layer.name, entry, f"severe.{name}", _SEVERE_KEYS))
+        except DataFileError as exc:
+            raise RuleLayerError(layer.name, None, exc.problem) from exc
+    if not added:
+        return below
+    table = below.with_categories(added)
+    for rule in rules:
+        if rule.meta.yields_to_model and rule.meta.enabled and table.is_severe(rule.meta.category):
+            raise RuleLayerError(
+                layer.name,
+                rule.meta.id,
+                f"'yields_to_model' is not allowed in category {rule.meta.category!r},"
+                " severe in this stack",
+            )
+    return table
 
 
 def _disabled(layer: _Layer, rules: Mapping[str, Rule]) -> list[str]:

@@ -24,6 +24,7 @@ from pipelines.errors import PipelineError
 from pipelines.rules.config import RuleSet
 from pipelines.rules.engine import RuleEngine
 from pipelines.rules.layers import RuleStack
+from pipelines.severe_harm import SevereTable
 
 __all__ = ["Builder", "BuiltEngine", "EngineLimitError", "EngineShelf", "resident_bytes"]
 
@@ -31,12 +32,14 @@ _STATM = Path("/proc/self/statm")
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
-Builder = Callable[[RuleSet, RuleEngine | None], RuleEngine]
-"""Builds the engine of a rule set, reusing a base engine's matchers where one is given."""
+Builder = Callable[[RuleStack, RuleEngine | None], RuleEngine]
+"""Builds the engine of a stack, reusing a base engine's matchers where one is given."""
+_Key = tuple[RuleSet, SevereTable]
+"""What makes two engines the same: their rules and their severe categories."""
 
 
-def _engine(ruleset: RuleSet, base: RuleEngine | None) -> RuleEngine:
-    return RuleEngine(ruleset, base=base)
+def _engine(stack: RuleStack, base: RuleEngine | None) -> RuleEngine:
+    return RuleEngine(stack.ruleset, base=base, severe=stack.severe)
 
 
 class EngineLimitError(PipelineError):
@@ -69,13 +72,14 @@ class EngineShelf:
     """Engines by rule set (module docstring); safe to use from several threads."""
 
     def __init__(self, max_engines: int, build: Builder | None = None) -> None:
-        """``build(ruleset, base)``: the engine of ``ruleset`` reusing ``base``'s matchers
-        (``None``: none to reuse); by default ``RuleEngine(ruleset, base=base)``."""
+        """``build(stack, base)``: the engine of ``stack`` reusing ``base``'s matchers
+        (``None``: none to reuse); by default ``RuleEngine(stack.ruleset, base=base,
+        severe=stack.severe)``."""
         if max_engines < 1:
             raise ValueError("max_engines must be at least 1")
         self.max_engines = max_engines
         self._build = build or _engine
-        self._engines: dict[RuleSet, BuiltEngine] = {}
+        self._engines: dict[_Key, BuiltEngine] = {}
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -90,14 +94,15 @@ class EngineShelf:
         """Hold an engine built elsewhere (the default stack's), so equal stacks share it."""
         with self._lock:
             self._engines.setdefault(
-                engine.ruleset, BuiltEngine(engine, stack, "", build_s=0.0, rss_mb=0.0)
+                (engine.ruleset, engine.severe),
+                BuiltEngine(engine, stack, "", build_s=0.0, rss_mb=0.0),
             )
 
     def engine_for(self, stack: RuleStack) -> tuple[BuiltEngine, bool]:
         """The engine of ``stack``'s rules and whether it was built now; raises
         :class:`EngineLimitError` when a new one would pass ``max_engines``."""
         with self._lock:
-            found = self._engines.get(stack.ruleset)
+            found = self._engines.get((stack.ruleset, stack.severe))
             if found is not None:
                 return found, False
             if len(self._engines) >= self.max_engines:
@@ -108,7 +113,7 @@ class EngineShelf:
                 )
             # Built under the lock: two tenants of one new stack must not build it twice.
             before, started = resident_bytes(), time.perf_counter()
-            engine = self._build(stack.ruleset, self._base_of(stack))
+            engine = self._build(stack, self._base_of(stack))
             built = BuiltEngine(
                 engine,
                 " > ".join(stack.names),
@@ -116,7 +121,7 @@ class EngineShelf:
                 build_s=time.perf_counter() - started,
                 rss_mb=max(0, resident_bytes() - before) / (1 << 20),
             )
-            self._engines[stack.ruleset] = built
+            self._engines[(stack.ruleset, stack.severe)] = built
             return built, True
 
     def _base_of(self, stack: RuleStack) -> RuleEngine | None:
@@ -124,7 +129,7 @@ class EngineShelf:
         layered), whose matchers the new engine reuses; ``None`` when none is held."""
         below = stack.below
         while below is not None:
-            found = self._engines.get(below.ruleset)
+            found = self._engines.get((below.ruleset, below.severe))
             if found is not None and not found.engine.is_layered:
                 return found.engine
             below = below.below

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.rules import RuleEngine, RuleSet
-from pipelines.rules.layers import load_rule_stack
+from pipelines.rules.layers import RuleStack, load_rule_stack
 from pipelines.rules.shared_engines import EngineLimitError, EngineShelf, resident_bytes
 from pipelines.rules.tenants import TenantIdError, check_tenant_id, tenant_of_file
 from tests.unit.pipelines.rules.layer_files import BASE, LAYER, write
@@ -19,9 +19,9 @@ def test_equal_stacks_share_one_engine(tmp_path: Path) -> None:
     write(tmp_path, "base.toml", BASE)
     built: list[RuleSet] = []
 
-    def build(ruleset: RuleSet, base: RuleEngine | None) -> RuleEngine:
-        built.append(ruleset)
-        return RuleEngine(ruleset, base=base)
+    def build(stack: RuleStack, base: RuleEngine | None) -> RuleEngine:
+        built.append(stack.ruleset)
+        return RuleEngine(stack.ruleset, base=base)
 
     shelf = EngineShelf(4, build)
     first, new_first = shelf.engine_for(load_rule_stack(write(tmp_path, "a.toml", LAYER)))
