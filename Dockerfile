@@ -16,7 +16,7 @@ COPY requirements/runtime.lock /app/requirements/runtime.lock
 RUN pip install --no-deps --require-hashes -r requirements/runtime.lock
 
 # The build context is the checkout minus .dockerignore: the service packages (worker, online,
-# review, admin) and what they share (common, pipelines, modstream), never the development
+# review, admin) and what they share (engine, common, pipelines, modstream), never the development
 # stack, the model tools, benchmarks or tests. `pip install --no-deps .` adds the project's own
 # wheel only; the commands it offers are modstream.cli.PRODUCTION_COMMANDS (tests/packaging
 # builds this wheel in a fresh venv and runs each one's --help). PYTHONPATH=/app makes the

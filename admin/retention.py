@@ -120,6 +120,14 @@ _LEDGER_STEPS: tuple[_Step, ...] = (
         "text",
         assignments="message_text = '', text_cleared_at = now()",
     ),
+    # An appellant's statement goes like a message text, once the appeal is decided.
+    _Step(
+        "appeal_statements_cleared",
+        "appeals",
+        "status <> 'open' AND statement_cleared_at IS NULL AND decided_at < $1",
+        "text",
+        assignments="statement = '', statement_cleared_at = now()",
+    ),
     _Step("pending_texts", "pending_texts", "created_at < $1", "text"),
     _Step("dead_letters", "dead_letters", "created_at < $1", "dead_letters"),
     _Step("expired_strikes", "sender_strikes", "expires_at < $1", "expired_strikes"),

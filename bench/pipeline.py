@@ -66,6 +66,8 @@ from bench.pipeline_figures import (
 from bench.process_stats import sample
 from common.kafka_client import kafka_client_kwargs
 from common.settings import KafkaSettings, project_root
+from engine.stores.database import Database
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
 from pipelines.rules import RuleEngine, default_ruleset
@@ -74,8 +76,6 @@ from stack import private_triton
 from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings, StackToolSettings
 from worker.settings import WorkerSettings
-from worker.stores.database import Database
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from worker.triton import TritonModerationClient
 
 _PARTITIONS = 4

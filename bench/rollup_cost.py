@@ -52,6 +52,9 @@ from bench.pipeline_figures import NAN, ratio
 from bench.scratch_db import scratch_database
 from common.rollups import refresh_rollups
 from common.settings import PostgresSettings, project_root
+from engine.stores.database import Database
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -61,9 +64,6 @@ from pipelines.verdict import Verdict
 from pipelines.verdict_codec import verdict_row_key
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from worker.settings import WorkerSettings
-from worker.stores.database import Database
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 __all__ = ["TRIGGER_SQL", "WAYS", "backend_cpu_s", "main"]
 

@@ -6,7 +6,7 @@
 - ``copy``: binary ``COPY`` into a temporary staging table, then one ``INSERT ... SELECT ... ON
   CONFLICT`` (``bench.staging_sql``), the offsets upsert, in one transaction, same reset;
 - ``one``: the worker's write now: the same ``unnest`` inserts as parts of one statement
-  (``worker.stores.one_statement``), same reset.
+  (``engine.stores.one_statement``), same reset.
 
 Each round writes one batch of ``--batch`` verdicts each way (order alternating), ``--rounds``
 rounds. Printed: wall time and this process's CPU per batch, then the line
@@ -28,6 +28,8 @@ import asyncpg
 
 from bench.pipeline_figures import ratio
 from bench.staging_sql import VERDICT_STAGE_TYPES, insert_from_staging_sql, staging_table_sql
+from engine.stores.one_statement import one_statement
+from engine.stores.verdict_batches import VerdictBatch, batch_parts
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
@@ -36,8 +38,6 @@ from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VERDICT_COLUMNS, verdict_row
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from worker.settings import WorkerSettings
-from worker.stores.one_statement import one_statement
-from worker.stores.verdict_batches import VerdictBatch, batch_parts
 
 __all__ = ["main"]
 

@@ -85,6 +85,10 @@ class KafkaSettings(Section):
     dlq_topic: str = "chat.messages.dlq"
     verdict_topic: str = "moderation.verdicts"
     decision_topic: str = "moderation.decisions"
+    appeal_topic: str = "moderation.appeals"
+    """Appeals a platform files over Kafka (read by the review service)."""
+    appeal_dlq_topic: str = "moderation.appeals.dlq"
+    """Appeal records the review service cannot take, with the reason in their headers."""
     group_id: str = "modstream"
     group_instance_id: str | None = None
     """Static membership: a restart within the session timeout does not rebalance."""

@@ -13,10 +13,10 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.stores.verdict_batches import VerdictBatch
 from online.errors import NotDecided
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
-from worker.stores.verdict_batches import VerdictBatch
 from worker.work import Work
 
 __all__ = ["PendingAnswers"]

@@ -3,9 +3,9 @@
 An online check is decided at coordinates of its own (``ClaimStore.reserve``) and its message id
 is claimed by the statement that stores its verdict: the claims (``INSERT INTO online_messages``,
 ids in sorted order, so two instances writing overlapping ids cannot deadlock) are one more part
-of the batch's one statement (``worker.stores.one_statement``), beside the verdicts, escalations
-and pending texts ``worker.stores.verdict_batches`` writes for every batch. A claim and its
-verdict are therefore stored together or not at all: no claim is ever left without its row.
+of the batch's one statement, beside the verdicts, escalations and pending texts
+``engine.stores.verdict_batches`` writes for every batch. A claim and its verdict are therefore
+stored together or not at all: no claim is ever left without its row.
 
 The claims part has no ``ON CONFLICT``: a message id claimed before (a repeat whose first call was
 decided elsewhere, or that this process no longer remembers) makes PostgreSQL refuse the whole
@@ -15,8 +15,9 @@ published, and its call is answered from the stored row (``online.moderator``). 
 again at its own stored claim (a first call that claimed under an earlier version and vanished)
 is written without a new claim. :meth:`ClaimedWrites.write` returns what was stored.
 
-The same statement carries the published marks of verdicts written before
-(``online.carried_marks``): one round trip per write group, not two.
+The statement is the engine's one verdict write (``VerdictBatchStore.write``, the stream's too),
+with the claims as its first part; it carries the published marks of verdicts written before
+(``engine.stores.carried_marks``): one round trip per write group, not two.
 """
 
 from __future__ import annotations
@@ -24,16 +25,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import asyncpg
-
-from online.carried_marks import CarriedMarks
+from engine.stores.database import StoreConflict, StoreError
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from online.claims import ONLINE_TOPIC, Claim, ClaimStore
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
-from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
-from worker.stores.one_statement import one_statement
-from worker.stores.verdict_batches import VerdictBatch, batch_parts
 
 __all__ = ["ClaimedWrites"]
 
@@ -71,36 +67,18 @@ def _claims_part(verdicts: Sequence[Verdict]) -> tuple[str, list[Any]]:
 
 
 class ClaimedWrites:
-    """Writes online verdict batches with their claims (the processor's ``BatchStore``)."""
+    """Writes online verdict batches with their claims (the processor's ``BatchStore``), through
+    ``verdicts``, the engine's verdict write (which carries the published marks)."""
 
-    def __init__(
-        self,
-        database: Database,
-        claims: ClaimStore,
-        consumer_group: str,
-        marks: CarriedMarks | None = None,
-    ) -> None:
-        self._database = database
+    def __init__(self, verdicts: VerdictBatchStore, claims: ClaimStore) -> None:
+        self._verdicts = verdicts
         self._claims = claims
-        self._group = consumer_group
-        self._marks = marks
 
     async def write(self, batch: VerdictBatch) -> VerdictBatch:
         """Store ``batch`` with the claims of its online verdicts, atomically; returns what was
-        stored (repeats of message ids claimed before are left out). The published marks
-        queued in ``marks`` ride along (``online.carried_marks``); a write that fails queues
-        them again. Raises like ``VerdictBatchStore.write``: ``StoreUnavailable`` to be retried,
-        ``StoreError`` when PostgreSQL refuses the data."""
-        if self._marks is None:
-            return await self._write(batch, [])
-        marked = self._marks.take()
-        try:
-            return await self._write(batch, marked)
-        except BaseException:
-            self._marks.put_back(marked)
-            raise
-
-    async def _write(self, batch: VerdictBatch, marked: list[VerdictRowKey]) -> VerdictBatch:
+        stored (repeats of message ids claimed before are left out). Raises like
+        ``VerdictBatchStore.write``: ``StoreUnavailable`` to be retried, ``StoreError`` when
+        PostgreSQL refuses the data."""
         kept = {v.position for v in batch.verdicts}
         kept.update(d.position for d in batch.dead_letters)
         reclaimed: set[SourcePosition] = set()
@@ -108,19 +86,12 @@ class ClaimedWrites:
             part = _only(batch, kept)
             claiming = self._claiming(part.verdicts, reclaimed, kept)
             part = _only(batch, kept)
-            parts = batch_parts(part, self._group)
-            if claiming:
-                parts.insert(0, _claims_part(claiming))
-            if marked and self._marks is not None:
-                parts.append(self._marks.part(marked))
-            if not parts:
-                return part
-            sql, args = one_statement(parts)
+            first = [_claims_part(claiming)] if claiming else []
             try:
-                await self._database.pool().execute(sql, *args)
-            except asyncpg.UniqueViolationError as exc:
-                if exc.constraint_name != _CLAIM_KEY:
-                    raise store_failure(exc, "write") from exc
+                await self._verdicts.write(part, first=first)
+            except StoreConflict as exc:
+                if exc.constraint != _CLAIM_KEY:
+                    raise
                 stored = await self._claims.claimed([v.message_id for v in claiming])
                 for verdict in claiming:
                     claim = stored.get(verdict.message_id)
@@ -131,8 +102,6 @@ class ClaimedWrites:
                     else:
                         kept.discard(verdict.position)  # a repeat: the stored row answers it
                 continue
-            except STORE_DRIVER_ERRORS as exc:
-                raise store_failure(exc, "write") from exc
             self._claims.remember(
                 (v.message_id, Claim(v.position, v.sent_at))
                 for v in part.verdicts

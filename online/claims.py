@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from engine.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 from pipelines.messages import SourcePosition
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["ONLINE_PARTITION", "ONLINE_TOPIC", "Claim", "ClaimStore", "online_position"]
 

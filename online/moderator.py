@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from engine.stores.database import StoreUnavailable
 from online.claims import Claim
 from online.coalesce import Coalescer
 from online.collector import Collector
@@ -47,7 +48,6 @@ from pipelines.verdict import Verdict
 from pipelines.verdict_codec import verdict_from_row
 from worker.rule_stage import RuleStage
 from worker.sender_strikes import StrikeCache
-from worker.stores.database import StoreUnavailable
 from worker.work import Work
 
 __all__ = ["Answer", "Claims", "Latency", "OnlineModerator"]

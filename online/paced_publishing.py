@@ -5,8 +5,8 @@ batch processor only queues what each batch stored (``publish_every_s``, ``worke
 and this loop publishes everything queued every ``every_s``, as one publish: one Kafka request
 instead of one per batch, whose CPU cost hardly depends on how many records it carries (about
 0.3 ms of the service's CPU each on the development box, BENCHMARKS.md, "Online"). The
-published marks then ride on the next verdict write (``online.carried_marks``); each turn also
-sends alone the marks no write has carried for a while.
+published marks then ride on the next verdict write (``engine.stores.carried_marks``); each turn
+also sends alone the marks no write has carried for a while.
 
 When the collector has run its last batch (``done``), what is queued is published and marked
 before the service closes its clients. A publish Kafka refuses leaves its rows unpublished for
@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
 
-from online.carried_marks import CarriedMarks
+from engine.stores.carried_marks import CarriedMarks
 
 __all__ = ["PacedPublishing"]
 

@@ -6,7 +6,7 @@ and the ``online`` name in the verdict store), and its batch processor by
 ``online.answers`` (a durable verdict answers its call) and it has no offset tracker (online
 coordinates are claims, ``online.claims``); its model calls go through the caller's budget
 (``online.budget``); it publishes on a clock (``online.paced_publishing``) and its published
-marks ride on its next verdict write (``online.carried_marks``). What only this service has
+marks ride on its next verdict write (``engine.stores.carried_marks``). What only this service has
 (claims, the collector, the moderator, its background loops over the online rows) is made here;
 the gRPC server itself is the runner's (``online.app``).
 """
@@ -18,7 +18,6 @@ from dataclasses import dataclass
 
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
-from online.carried_marks import CarriedMarks
 from online.claimed_writes import ClaimedWrites
 from online.claims import ONLINE_PARTITION, ONLINE_TOPIC, ClaimStore
 from online.collector import Collector
@@ -63,19 +62,17 @@ def build_online_parts(
     metrics = OnlineMetrics(parts.metrics.registry)
     answers = PendingAnswers()
     claims = ClaimStore(parts.database)
-    marks = CarriedMarks(parts.outbox)
     processor = build_processor(
         parts,
         settings,
         acknowledger=answers,
         positions=None,
-        store=ClaimedWrites(parts.database, claims, CONSUMER_GROUP, marks),
+        store=ClaimedWrites(parts.verdicts, claims),
         inference=BudgetedInference(parts.inference, metrics.budget_missed("inference")),
-        outbox=marks,
         publish_every_s=settings.online.publish_every_ms / 1000.0,
     )
     publishing = PacedPublishing(
-        processor.publish_stored, marks, every_s=settings.online.publish_every_ms / 1000.0
+        processor.publish_stored, parts.marks, every_s=settings.online.publish_every_ms / 1000.0
     )
     o = settings.online
     inference = parts.inference

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-__all__ = ["ChatMessage", "SourcePosition"]
+__all__ = ["ChatMessage", "PartitionKey", "SourcePosition"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,6 +16,10 @@ class SourcePosition:
     topic: str
     partition: int
     offset: int
+
+
+PartitionKey = tuple[str, int]
+"""(topic, partition): where a consumer's offsets are kept."""
 
 
 @dataclass(frozen=True, slots=True)

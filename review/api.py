@@ -22,14 +22,30 @@ from pydantic import BaseModel
 
 from common.logs import get_logger
 from common.publishing import RecordPublisher
-from review.auth import authenticate_token
+from review.appeal_outcomes import AppealOutcomes
+from review.appeal_reader import AppealReader, KafkaAppealDeadLetters, consume_appeals
+from review.appeals import AppealDesk
+from review.auth import authenticate_platform, authenticate_token
 from review.bodylimit import BodyLimitMiddleware, BodyTooLargeError, handle_body_too_large
 from review.decisions import KafkaDecisionPublisher, OutboxRelay
-from review.errors import PublishFailedError, ReviewError
+from review.errors import (
+    AlreadyAppealedError,
+    AppealError,
+    ForbiddenQueueError,
+    PublishFailedError,
+    ReviewError,
+)
 from review.metrics import ReviewMetrics
 from review.queue import ReviewQueue
 from review.ratelimit import SignInLimiter, client_address
 from review.schemas import (
+    APPEALS_QUEUE,
+    AppealDecideRequest,
+    AppealDecisionResult,
+    AppealFiled,
+    AppealOutcome,
+    AppealRequest,
+    AppealView,
     AuditEvent,
     ClaimResult,
     DecideRequest,
@@ -60,6 +76,29 @@ class ReviewServices:
     sign_in: SignInLimiter
     """Console sign-ins and failed API token checks, per client address."""
     metrics: ReviewMetrics
+    appeals: AppealDesk
+    appeal_outcomes: AppealOutcomes
+
+    async def flush_outbox(self, decision_id: str, item_id: str) -> bool:
+        """Flush the outbox now; whether ``decision_id`` made it to Kafka."""
+        try:
+            await self.relay.flush()
+        except PublishFailedError as exc:
+            _log.warning("decision_publish_failed", item_id=item_id, error=str(exc))
+            return False
+        return await self.queue.is_published(decision_id)
+
+    async def decide_appeal(
+        self, user: User, item_id: str, outcome: AppealOutcome, reason: str
+    ) -> AppealDecisionResult:
+        """Decide the appeal item ``item_id`` as ``user`` (``AppealOutcomes.decide``: the claim,
+        the reason and the original decider are checked there), count it and publish the
+        correction now. The API and the console both decide appeals through here."""
+        result = await self.appeal_outcomes.decide(user, item_id, outcome, reason)
+        category = (await self.appeals.get(result.appeal_id)).category or "none"
+        self.metrics.appeals_decided_total.labels(category, result.outcome.value).inc()
+        published = await self.flush_outbox(result.correction_id, result.item_id)
+        return result.model_copy(update={"published": published})
 
     async def publish_pending(self, decision: DecisionResult) -> DecisionResult:
         """Flush the outbox now; report whether this decision made it to Kafka."""
@@ -82,11 +121,15 @@ def services(request: Request) -> ReviewServices:
 Services = Annotated[ReviewServices, Depends(services)]
 
 
-async def current_user(
+async def _bearer_user(
     request: Request,
-    svc: Services,
-    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+    svc: ReviewServices,
+    credentials: HTTPAuthorizationCredentials | None,
+    *,
+    platform: bool,
 ) -> User:
+    """The review user (or, with ``platform``, also the chat server) owning the bearer token;
+    401 otherwise, and failed checks count against the client address."""
     user = None
     if credentials is not None and credentials.scheme.lower() == "bearer":
         address = client_address(request)
@@ -94,6 +137,8 @@ async def current_user(
         svc.sign_in.check(address)
         async with svc.pool.acquire() as conn:
             user = await authenticate_token(conn, credentials.credentials)
+            if user is None and platform:
+                user = await authenticate_platform(conn, credentials.credentials)
         if user is None:
             svc.sign_in.count(address)
     if user is None:
@@ -105,7 +150,25 @@ async def current_user(
     return user
 
 
+async def current_user(
+    request: Request,
+    svc: Services,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    return await _bearer_user(request, svc, credentials, platform=False)
+
+
+async def appeals_caller(
+    request: Request,
+    svc: Services,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> User:
+    """A moderator, an admin or a chat server (``platform``)."""
+    return await _bearer_user(request, svc, credentials, platform=True)
+
+
 CurrentUser = Annotated[User, Depends(current_user)]
+AppealsCaller = Annotated[User, Depends(appeals_caller)]
 
 
 async def admin_user(user: CurrentUser) -> User:
@@ -237,6 +300,50 @@ def _register_api(app: FastAPI) -> None:
         )
         return await svc.publish_pending(result)
 
+    @app.post(
+        "/api/appeals",
+        response_model=AppealFiled,
+        status_code=201,
+        responses={200: {"model": AppealFiled, "description": "a replay: filed before"}},
+        tags=["appeals"],
+    )
+    async def file_appeal(body: AppealRequest, caller: AppealsCaller, svc: Services) -> Any:
+        """File an appeal against a verdict (``source``) or a moderator's decision
+        (``decision_id``); chat servers only (a ``platform`` token). Filing the same
+        ``appeal_id`` again answers the existing appeal with 200 and ``created`` false."""
+        if caller.role is not Role.PLATFORM:
+            raise HTTPException(status_code=403, detail="appeals are filed by the platform")
+        try:
+            filed = await svc.appeals.file(body, channel="api", filed_by=caller.name)
+        except AppealError as exc:
+            svc.metrics.appeals_refused_total.labels("api", exc.code).inc()
+            raise
+        if not filed.created:
+            return JSONResponse(filed.model_dump(mode="json"), status_code=200)
+        svc.metrics.appeals_filed_total.labels("api").inc()
+        return filed
+
+    @app.get("/api/appeals/{appeal_id}", response_model=AppealView, tags=["appeals"])
+    async def appeal(appeal_id: str, caller: AppealsCaller, svc: Services) -> AppealView:
+        """An appeal and where it stands (the platform's, or one in the caller's queues)."""
+        found = await svc.appeals.get(appeal_id)
+        if caller.role is not Role.PLATFORM and not caller.works(APPEALS_QUEUE, found.category):
+            raise ForbiddenQueueError(f"appeal {found.appeal_id} is outside your queues")
+        return found
+
+    @app.post(
+        "/api/items/{item_id}/appeal-outcome",
+        response_model=AppealDecisionResult,
+        tags=["appeals"],
+    )
+    async def decide_appeal(
+        item_id: str, body: AppealDecideRequest, user: CurrentUser, svc: Services
+    ) -> AppealDecisionResult:
+        """Decide a claimed appeal item: upheld or reversed, with a reason (never by the
+        moderator whose decision is appealed); audited, a reversal lifts the decision's strikes,
+        the correction is published to moderation.decisions."""
+        return await svc.decide_appeal(user, item_id, body.outcome, body.reason)
+
     @app.get("/api/events", response_model=list[AuditEvent], tags=["audit"])
     async def events(
         user: CurrentUser,
@@ -276,10 +383,10 @@ async def _review_error(request: Request, exc: Exception) -> Response:
 
         response = render_error(request, exc)
     else:
-        response = JSONResponse(
-            {"error": exc.code, "detail": str(exc), "retriable": exc.retriable},
-            status_code=exc.status_code,
-        )
+        body: dict[str, Any] = {"error": exc.code, "detail": str(exc), "retriable": exc.retriable}
+        if isinstance(exc, AlreadyAppealedError):
+            body["appeal_id"] = exc.existing_appeal_id
+        response = JSONResponse(body, status_code=exc.status_code)
     if exc.retry_after_s is not None:
         response.headers["Retry-After"] = str(exc.retry_after_s)
     return response
@@ -290,8 +397,18 @@ def create_app(
     *,
     pool: asyncpg.Pool[Any] | None = None,
     publisher: RecordPublisher | None = None,
+    consume_appeals_topic: bool | None = None,
 ) -> FastAPI:
-    """The ASGI app. Given a pool and publisher (tests), it uses them and closes neither."""
+    """The ASGI app. Given a pool and publisher (tests), it uses them and closes neither.
+
+    It reads ``kafka.appeal_topic`` when ``consume_appeals_topic`` says so; left out, when
+    ``review.appeals_consumer`` is on and no pool was handed in (``modstream review serve``).
+    """
+    read_appeals = (
+        settings.review.appeals_consumer and pool is None
+        if consume_appeals_topic is None
+        else consume_appeals_topic
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -318,21 +435,50 @@ def create_app(
             on_refused=metrics.decision_refusals_total.inc,
             on_failed=metrics.decisions_failed_total.inc,
         )
+        queue = ReviewQueue(the_pool, settings.review)
+        desk = AppealDesk(the_pool, settings.review)
         app.state.review = ReviewServices(
             pool=the_pool,
-            queue=ReviewQueue(the_pool, settings.review),
+            queue=queue,
             relay=relay,
             settings=settings,
             sign_in=SignInLimiter(settings.review.sign_in_attempts_per_minute),
             metrics=metrics,
+            appeals=desk,
+            appeal_outcomes=AppealOutcomes(the_pool, queue),
         )
-        retry = asyncio.create_task(relay.run(settings.review.publish_retry_s))
+        tasks = [asyncio.create_task(relay.run(settings.review.publish_retry_s))]
+        dead_letters: KafkaAppealDeadLetters | None = None
+        if read_appeals:
+            dead_letters = KafkaAppealDeadLetters(settings.kafka, the_pool)
+            reader = AppealReader(
+                desk,
+                dead_letters,
+                max_bytes=settings.review.max_body_bytes,
+                retry_s=settings.review.appeals_retry_s,
+                on_filed=metrics.appeals_filed_total.labels("kafka").inc,
+                on_refused=lambda code: metrics.appeals_refused_total.labels("kafka", code).inc(),
+            )
+            tasks.append(
+                asyncio.create_task(
+                    consume_appeals(
+                        settings.kafka,
+                        settings.review.appeals_group_id,
+                        reader,
+                        settings.review.appeals_retry_s,
+                    )
+                )
+            )
         try:
             yield
         finally:
-            retry.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await retry
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+            if dead_letters is not None:
+                await dead_letters.stop()
             if kafka_publisher is not None:
                 await kafka_publisher.stop()
             if own_pool:

@@ -2,7 +2,8 @@
 
 A token is shown once, when it is created. Tokens are made, hashed and looked up by
 ``common.api_tokens`` (the online service authenticates chat servers the same way); the review
-service accepts only its own roles, so a ``platform`` token opens neither the API nor the console.
+service accepts its own roles, and a ``platform`` token only where a chat server files and reads
+appeals (``/api/appeals``): it opens nothing else of the API and never the console.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from review.schemas import Role, User
 __all__ = [
     "Conn",
     "ConsoleSession",
+    "authenticate_platform",
     "authenticate_session",
     "authenticate_token",
     "create_user",
@@ -93,6 +95,15 @@ async def authenticate_token(conn: Conn, token: str) -> User | None:
     if owner is None or owner.role not in _REVIEW_ROLES:
         return None
     return User(id=owner.id, name=owner.name, role=Role(owner.role), categories=owner.categories)
+
+
+async def authenticate_platform(conn: Conn, token: str) -> User | None:
+    """The enabled ``platform`` user (a chat server) owning ``token``, or ``None``; it may file
+    and read appeals, nothing else of the review service."""
+    owner = await find_token_owner(conn, token)
+    if owner is None or owner.role != Role.PLATFORM.value:
+        return None
+    return User(id=owner.id, name=owner.name, role=Role.PLATFORM, categories=None)
 
 
 class ConsoleSession:

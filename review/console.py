@@ -6,12 +6,19 @@ Content-Security-Policy that allows only this app's own script and stylesheet. S
 are limited per client address; an item's page shows its message text only to the holder of its
 claim (or an admin), with what the verdict's rules matched marked (``review.highlight``), and
 says how to claim it otherwise.
+
+An item of the ``appeals`` queue reads as the API's item view does (``ReviewQueue.context``, so
+the statement is shown and audited the same way): the appealed message, the appellant's
+statement, the decision under appeal and its trail. Its claim holder decides it upheld or
+reversed with a reason through ``ReviewServices.decide_appeal``, the API's own path; every
+refusal (the original decider's ``own_decision`` among them) is the API's typed error, shown on
+the error page.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 import jinja2
@@ -32,7 +39,10 @@ from review.auth import (
 from review.errors import InvalidDecisionError, InvalidFormError, ReviewError
 from review.highlight import Piece, highlight
 from review.ratelimit import client_address
-from review.schemas import Action, QueueFilter
+from review.schemas import APPEALS_QUEUE, Action, AppealOutcome, QueueFilter
+
+if TYPE_CHECKING:
+    from review.api import ReviewServices
 
 __all__ = ["COOKIE_NAME", "register_console", "render_error"]
 
@@ -63,6 +73,10 @@ _SHORTCUTS = {
     Action.MUTE: "m",
     Action.BAN: "b",
     Action.ESCALATE_TO_ADMIN: "e",
+}
+_OUTCOME_LABELS = {
+    AppealOutcome.UPHELD: "Uphold: the decision stands",
+    AppealOutcome.REVERSED: "Reverse: withdraw the decision and lift its strikes",
 }
 
 
@@ -245,6 +259,8 @@ def register_console(app: FastAPI) -> None:
                 "pieces": pieces,
                 "max_reason_chars": svc.settings.review.max_reason_chars,
                 "actions": [(a.value, a.value.replace("_", " "), _SHORTCUTS[a]) for a in Action],
+                "is_appeal": item["queue"] == APPEALS_QUEUE,
+                "outcomes": [(o.value, _OUTCOME_LABELS[o]) for o in AppealOutcome],
             },
         )
 
@@ -276,6 +292,18 @@ def register_console(app: FastAPI) -> None:
             "review_decided", item_id=result.item_id, action=action.value, actor=session.user.name
         )
         await svc.publish_pending(result)
+        return _redirect(f"/console/audit?item_id={result.item_id}")
+
+    @app.post("/console/items/{item_id}/appeal-outcome", include_in_schema=False)
+    async def decide_appeal(item_id: str, request: Request) -> Response:
+        session = await _session(request)
+        form = await _checked_form(request, session)
+        try:
+            outcome = AppealOutcome(form.get("outcome", ""))
+        except ValueError as exc:
+            raise InvalidDecisionError("choose Uphold or Reverse") from exc
+        svc: ReviewServices = request.app.state.review
+        result = await svc.decide_appeal(session.user, item_id, outcome, form.get("reason", ""))
         return _redirect(f"/console/audit?item_id={result.item_id}")
 
     @app.get("/console/audit", include_in_schema=False)

@@ -7,18 +7,26 @@ from typing import ClassVar
 from common.publishing import PublishError
 
 __all__ = [
+    "AlreadyAppealedError",
+    "AppealError",
+    "AppealNotFoundError",
+    "AppealTargetNotFoundError",
     "ClaimLimitError",
     "ClaimRequiredError",
     "ForbiddenQueueError",
+    "InvalidAppealError",
     "InvalidDecisionError",
     "InvalidFormError",
     "ItemClaimedError",
     "ItemNotFoundError",
     "ItemResolvedError",
+    "NotAppealableError",
+    "OwnDecisionError",
     "PublishFailedError",
     "PublishRefusedError",
     "ReviewError",
     "SignInRateLimitedError",
+    "StatementTooLongError",
     "UserExistsError",
 ]
 
@@ -77,6 +85,65 @@ class ClaimLimitError(ReviewError):
 class InvalidDecisionError(ReviewError):
     code = "invalid_decision"
     status_code = 422
+
+
+class AppealError(ReviewError):
+    """An appeal that cannot be filed or decided as asked. ``reason_code`` is what a dead
+    letter of the ``moderation.appeals`` reader and the refusals metric carry (a bounded set)."""
+
+    code = "appeal_refused"
+    status_code = 422
+
+
+class InvalidAppealError(AppealError):
+    """The appeal itself is malformed: a field missing or out of bounds, not JSON."""
+
+    code = "invalid_appeal"
+
+
+class StatementTooLongError(InvalidAppealError):
+    """The appellant's statement is longer than ``review.max_statement_chars``."""
+
+    code = "statement_too_long"
+
+
+class AppealTargetNotFoundError(AppealError):
+    """No verdict at the appeal's source coordinates, or no decision with its id."""
+
+    code = "appeal_target_not_found"
+    status_code = 404
+
+
+class NotAppealableError(AppealError):
+    """Nothing was decided against the message (an allow verdict, an approval), or it is still
+    waiting for a moderator, or it is itself an appeal."""
+
+    code = "not_appealable"
+    status_code = 409
+
+
+class AlreadyAppealedError(AppealError):
+    """The verdict already has an appeal under another appeal id (one appeal per verdict); filing
+    the same appeal id again is a replay and answers the existing appeal instead."""
+
+    code = "already_appealed"
+    status_code = 409
+
+    def __init__(self, message: str, existing_appeal_id: str) -> None:
+        super().__init__(message)
+        self.existing_appeal_id = existing_appeal_id
+
+
+class AppealNotFoundError(AppealError):
+    code = "appeal_not_found"
+    status_code = 404
+
+
+class OwnDecisionError(AppealError):
+    """The caller made the decision under appeal: someone else must handle the appeal."""
+
+    code = "own_decision"
+    status_code = 403
 
 
 class InvalidFormError(ReviewError):

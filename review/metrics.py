@@ -8,8 +8,13 @@ are read from the outbox at scrape time, so they are right even if the relay loo
 
 The queues, read at scrape time too: unresolved items per queue (``open``, ``claimed``), the age
 of each queue's oldest unresolved item, and each queue's decision target (``review``
-settings), so an alert compares the two without copying the target into the rule. The
-registry also carries the standard process, platform and GC collectors.
+settings), so an alert compares the two without copying the target into the rule, and the
+items already past it (an appeal: past its own deadline) as ``overdue``.
+
+Appeals: filed (new ones, by channel), refused (by channel and reason code) and decided (by
+category and outcome). Labels are bounded sets only; figures per moderator are the analysts'
+views' (``analytics_appeal_rates_by_moderator``). The registry also carries the standard
+process, platform and GC collectors.
 """
 
 from __future__ import annotations
@@ -77,11 +82,40 @@ class ReviewMetrics:
             registry=r,
         )
 
+        self.queue_overdue_items = Gauge(
+            "modstream_review_queue_overdue_items",
+            "Unresolved items past the queue's target (review.*_target_s); an appeal past its "
+            "own deadline.",
+            ["queue"],
+            registry=r,
+        )
+        self.appeals_filed_total = Counter(
+            "modstream_review_appeals_filed_total",
+            "Appeals filed (replays of an appeal id not counted), by channel (api, kafka).",
+            ["channel"],
+            registry=r,
+        )
+        self.appeals_refused_total = Counter(
+            "modstream_review_appeals_refused_total",
+            "Appeals refused, by channel and reason code (a Kafka record: dead-lettered).",
+            ["channel", "reason"],
+            registry=r,
+        )
+        self.appeals_decided_total = Counter(
+            "modstream_review_appeals_decided_total",
+            "Appeals decided, by the appealed message's category and outcome.",
+            ["category", "outcome"],
+            registry=r,
+        )
+        for channel in ("api", "kafka"):
+            self.appeals_filed_total.labels(channel)
+
     def observe_queues(self, depths: Sequence[QueueDepth], targets_s: Mapping[str, float]) -> None:
         for depth in depths:
             self.queue_items.labels(depth.queue, "open").set(depth.open)
             self.queue_items.labels(depth.queue, "claimed").set(depth.claimed)
             self.queue_oldest_item_age_seconds.labels(depth.queue).set(depth.oldest_age_s)
+            self.queue_overdue_items.labels(depth.queue).set(depth.overdue)
         for queue, target_s in targets_s.items():
             self.queue_target_seconds.labels(queue).set(target_s)
 

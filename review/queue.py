@@ -27,6 +27,7 @@ import asyncpg
 
 from pipelines.scores import HARM_LABELS
 from pipelines.severe_harm import URGENT_CATEGORIES
+from review.appeal_records import SELECT_APPEAL, appeal_view
 from review.conversation import conversation_window
 from review.decisions import encode_payload
 from review.errors import (
@@ -37,9 +38,12 @@ from review.errors import (
     ItemClaimedError,
     ItemNotFoundError,
     ItemResolvedError,
+    OwnDecisionError,
 )
 from review.schemas import (
+    APPEALS_QUEUE,
     Action,
+    AppealEvidence,
     AuditEvent,
     ClaimResult,
     ConversationMessage,
@@ -59,7 +63,7 @@ from review.strikes import STRIKE_WEIGHTS
 
 __all__ = ["QUEUES", "Conn", "ReviewQueue"]
 
-QUEUES: tuple[str, ...] = ("moderator", "admin")
+QUEUES: tuple[str, ...] = ("moderator", "admin", APPEALS_QUEUE)
 """Every queue an item can be in (``review_items.queue``'s CHECK constraint)."""
 
 # SQL below is assembled only from the constants in this module (noqa: S608); every value
@@ -114,12 +118,18 @@ def _member(queues: int, categories: int) -> str:
     )
 
 
-# Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s, $9 user's categories.
+# An appeal of the user's own decision is someone else's to handle ($10: the user's name).
+_NOT_OWN_APPEAL = """NOT EXISTS (SELECT 1 FROM appeals a
+    WHERE a.review_item_id = r.id AND a.original_moderator = $10)"""
+
+# Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s, $9 user's categories,
+# $10 user's name.
 _FILTERS = f"""{_member(4, 9)}
     AND ($5::text IS NULL OR r.category = $5)
     AND ($6::text IS NULL OR r.group_id = $6)
     AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
-    AND ($8::double precision IS NULL OR {_AGE_S} <= $8)"""
+    AND ($8::double precision IS NULL OR {_AGE_S} <= $8)
+    AND {_NOT_OWN_APPEAL}"""
 
 # Urgent categories come before any rank (the names are constants, never user input).
 _URGENT = "COALESCE(r.category IN ({}), false)".format(
@@ -172,6 +182,7 @@ class ReviewQueue:
             flt.min_age_s,
             flt.max_age_s,
             user.category_list,
+            user.name,
         ]
 
     async def list_items(self, user: User, flt: QueueFilter) -> list[QueueItem]:
@@ -188,7 +199,7 @@ class ReviewQueue:
             FROM {_FROM}
             WHERE {status_cond} AND {_FILTERS}
             {_ORDER}
-            LIMIT $10"""  # noqa: S608
+            LIMIT $11"""  # noqa: S608
         rows = await self._pool.fetch(sql, *self._filter_args(user, flt), flt.limit)
         return [QueueItem(**dict(row)) for row in rows]
 
@@ -209,19 +220,27 @@ class ReviewQueue:
         return [QueueCount(**dict(row)) for row in rows]
 
     async def depth(self) -> list[QueueDepth]:
-        """Every queue's backlog (both queues, even when empty), whoever may work it."""
+        """Every queue's backlog (every queue, even when empty), whoever may work it; overdue
+        items are past their queue's target (``review.*_target_s``; an appeal: its deadline)."""
+        targets = self._settings.queue_targets_s
+        queues = list(QUEUES)
         rows = await self._pool.fetch(
             f"""
             SELECT q.queue,
                    count(r.id) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
                    count(r.id) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed,
                    COALESCE(EXTRACT(EPOCH FROM now() - min(r.created_at)), 0)::double precision
-                       AS oldest_age_s
-            FROM unnest($1::text[]) AS q(queue)
+                       AS oldest_age_s,
+                   count(r.id) FILTER (WHERE COALESCE(
+                       a.due_at, r.created_at + make_interval(secs => q.target_s)) < now()
+                   )::integer AS overdue
+            FROM unnest($1::text[], $2::double precision[]) AS q(queue, target_s)
                 LEFT JOIN review_items r ON r.queue = q.queue AND {_UNFINISHED}
+                LEFT JOIN appeals a ON a.review_item_id = r.id
             GROUP BY q.queue
             ORDER BY q.queue""",  # noqa: S608
-            list(QUEUES),
+            queues,
+            [float(targets[queue]) for queue in queues],
         )
         return [QueueDepth(**dict(row)) for row in rows]
 
@@ -268,7 +287,7 @@ class ReviewQueue:
             float(self._settings.claim_ttl_s),
         )
         assert row is not None
-        await self._append_event(
+        await self.append_event(
             conn, item_id, user, "claim", None, {"expires_at": row[0].isoformat()}
         )
         return ClaimResult(item_id=row[1], claimed_by=user.name, claim_expires_at=row[0])
@@ -288,6 +307,7 @@ class ReviewQueue:
                 raise _outside(str(public_id), row["queue"], row["category"])
             if row["status"] in _FINISHED:
                 raise ItemResolvedError(f"item {public_id} is already {row['status']}")
+            await self.check_not_own_appeal(conn, user, row["id"], row["queue"])
             mine = row["live"] and row["claimed_by"] == user.name
             if row["live"] and not mine:
                 raise ItemClaimedError(f"item {public_id} is claimed by someone else")
@@ -315,15 +335,28 @@ class ReviewQueue:
     async def release(self, user: User, ref: str) -> None:
         """Give a claimed item back to the queue."""
         async with self._pool.acquire() as conn, conn.transaction():
-            item = await self._locked_claim(conn, user, ref)
+            item = await self.locked_claim(conn, user, ref)
             await conn.execute(
                 "UPDATE review_items SET status = 'open', claimed_by = NULL, claimed_at = NULL, "
                 "claim_expires_at = NULL WHERE id = $1",
                 item["id"],
             )
-            await self._append_event(conn, item["id"], user, "release", None, {})
+            await self.append_event(conn, item["id"], user, "release", None, {})
 
-    async def _locked_claim(self, conn: Conn, user: User, ref: str) -> asyncpg.Record:
+    @staticmethod
+    async def check_not_own_appeal(conn: Conn, user: User, item_id: int, queue: str) -> None:
+        """Refuse (``own_decision``) the moderator whose decision the appeal item contests."""
+        if queue != APPEALS_QUEUE:
+            return
+        moderator = await conn.fetchval(
+            "SELECT original_moderator FROM appeals WHERE review_item_id = $1", item_id
+        )
+        if moderator is not None and moderator == user.name:
+            raise OwnDecisionError(
+                "this appeal contests your own decision: another moderator must handle it"
+            )
+
+    async def locked_claim(self, conn: Conn, user: User, ref: str) -> asyncpg.Record:
         public_id = _public_id(ref)
         row = await conn.fetchrow(
             f"SELECT r.*, {_LIVE_CLAIM} AS live FROM review_items r "  # noqa: S608
@@ -336,12 +369,13 @@ class ReviewQueue:
             raise _outside(str(public_id), row["queue"], row["category"])
         if row["status"] in _FINISHED:
             raise ItemResolvedError(f"item {public_id} is already {row['status']}")
+        await self.check_not_own_appeal(conn, user, row["id"], row["queue"])
         if not (row["live"] and row["claimed_by"] == user.name):
             raise ClaimRequiredError(f"claim item {public_id} first (a claim may have expired)")
         locked: asyncpg.Record = row
         return locked
 
-    async def _append_event(
+    async def append_event(
         self,
         conn: Conn,
         item_id: int,
@@ -381,9 +415,14 @@ class ReviewQueue:
         """
         self.check_reason(reason)
         async with self._pool.acquire() as conn, conn.transaction():
-            item = await self._locked_claim(conn, user, ref)
+            item = await self.locked_claim(conn, user, ref)
             item_id: int = item["id"]
             public_id = str(item["public_id"])
+            if item["queue"] == APPEALS_QUEUE:
+                raise InvalidDecisionError(
+                    f"item {public_id} is an appeal: decide it as upheld or reversed "
+                    f"(POST /api/items/{public_id}/appeal-outcome)"
+                )
             weight = STRIKE_WEIGHTS[action]
             decision_id: str | None = None
             if action is Action.ESCALATE_TO_ADMIN:
@@ -406,7 +445,7 @@ class ReviewQueue:
             details: dict[str, Any] = {"strike_weight": weight, "queue": item["queue"]}
             if decision_id is not None:
                 details["decision_id"] = decision_id
-            event_id, decided_at = await self._append_event(
+            event_id, decided_at = await self.append_event(
                 conn, item_id, user, action.value, reason, details
             )
             if weight:
@@ -516,16 +555,30 @@ class ReviewQueue:
             item_id: int = item["id"]
             holds_claim = bool(item["live"]) and item["claimed_by"] == user.name
             text_visible = holds_claim or user.role is Role.ADMIN
+            # An appeal's item is read as the appealed message: its verdict and conversation.
+            appeal_row = None
+            message: Any = item
+            if item["queue"] == APPEALS_QUEUE:
+                appeal_row = await conn.fetchrow(
+                    SELECT_APPEAL + "WHERE a.review_item_id = $1", item_id
+                )
+                if appeal_row is not None:
+                    message = {
+                        **dict(item),
+                        "source_topic": appeal_row["source_topic"],
+                        "source_partition": appeal_row["source_partition"],
+                        "source_offset": appeal_row["source_offset"],
+                    }
             verdict = await conn.fetchrow(
                 "SELECT decision, decided_by, category, reasons, rule_hits, scores, "
                 "sentiment_label, intent_label, toxicity_label, model_name, model_version, "
                 "batch_id::text AS batch_id, queue_ms, inference_ms, created_at FROM verdicts "
                 "WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 "
                 "AND sent_at = $4",
-                item["source_topic"],
-                item["source_partition"],
-                item["source_offset"],
-                item["sent_at"],
+                message["source_topic"],
+                message["source_partition"],
+                message["source_offset"],
+                message["sent_at"],
             )
             group_messages = await conn.fetch(
                 "SELECT r.public_id::text AS id, r.sender_id, r.message_id, "  # noqa: S608
@@ -572,7 +625,7 @@ class ReviewQueue:
                 settings = self._settings
                 conversation = await conversation_window(
                     conn,
-                    item,
+                    message,
                     user,
                     before=settings.context_before,
                     after=settings.context_after,
@@ -582,7 +635,7 @@ class ReviewQueue:
                 around = [
                     m.message_id for m in conversation if m.text is not None and not m.is_item
                 ]
-                await self._append_event(
+                await self.append_event(
                     conn,
                     item_id,
                     user,
@@ -593,8 +646,12 @@ class ReviewQueue:
                         "context_texts": shown,
                         "conversation_texts": len(around),
                         "conversation_message_ids": around,
+                        **({} if appeal_row is None else {"appeal_statement": True}),
                     },
                 )
+            evidence = None
+            if appeal_row is not None:
+                evidence = await self._appeal_evidence(conn, user, appeal_row, text_visible)
         item_dict = dict(item)
         item_dict["status"] = item_dict.pop("effective_status")
         del item_dict["live"]
@@ -629,4 +686,36 @@ class ReviewQueue:
             strikes=[Strike(**dict(r)) for r in strikes],
             events=await self.events(user, item_id=str(public_id)),
             conversation=conversation,
+            appeal=evidence,
+        )
+
+    async def _appeal_evidence(
+        self, conn: Conn, user: User, appeal: asyncpg.Record, text_visible: bool
+    ) -> AppealEvidence:
+        """The appeal behind an item and the decision it contests (the statement only with
+        ``text_visible``; the appealed item's trail as far as the user's queues reach)."""
+        original_reason = None
+        original_decided_at = None
+        if appeal["original_item_id"] is not None and appeal["original_decision_id"] is not None:
+            decision = await conn.fetchrow(
+                "SELECT reason, created_at FROM review_events WHERE review_item_id = $1 "
+                "AND details ? 'decision_id' AND details ->> 'decision_id' = $2::text "
+                "ORDER BY id DESC LIMIT 1",
+                appeal["original_item_id"],
+                str(appeal["original_decision_id"]),
+            )
+            if decision is not None:
+                original_reason = decision["reason"]
+                original_decided_at = decision["created_at"]
+        original_public = appeal["original_public_id"]
+        statement = appeal["statement"] if text_visible else None
+        return AppealEvidence(
+            appeal=appeal_view(appeal),
+            statement=statement or None,
+            original_reason=original_reason,
+            original_decided_at=original_decided_at,
+            original_item_id=original_public,
+            original_events=(
+                [] if original_public is None else await self.events(user, item_id=original_public)
+            ),
         )

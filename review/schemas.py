@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "APPEALS_QUEUE",
     "Action",
+    "AppealDecideRequest",
+    "AppealDecisionResult",
+    "AppealEvidence",
+    "AppealFiled",
+    "AppealOutcome",
+    "AppealRequest",
+    "AppealSource",
+    "AppealStatus",
+    "AppealView",
     "AuditEvent",
     "ClaimResult",
     "DecideRequest",
@@ -44,6 +55,10 @@ class Action(StrEnum):
     ESCALATE_TO_ADMIN = "escalate_to_admin"
 
 
+APPEALS_QUEUE = "appeals"
+"""The queue of appeals' review items (worked by moderators and admins)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -57,8 +72,13 @@ class User(_Model):
 
     @property
     def queues(self) -> list[str]:
-        """Queues this user may see and work: admins work both."""
-        return ["moderator", "admin"] if self.role is Role.ADMIN else ["moderator"]
+        """Queues this user may see and work: admins work every queue, moderators theirs and
+        the appeals (never an appeal of their own decision: ``review.appeals``)."""
+        if self.role is Role.ADMIN:
+            return ["moderator", "admin", APPEALS_QUEUE]
+        if self.role is Role.MODERATOR:
+            return ["moderator", APPEALS_QUEUE]
+        return []
 
     @property
     def category_list(self) -> list[str] | None:
@@ -123,6 +143,8 @@ class QueueDepth(_Model):
     claimed: int
     oldest_age_s: float
     """Age of the oldest unresolved item, claimed or not (0 when there is none)."""
+    overdue: int = 0
+    """Unresolved items past the queue's target (an appeal: past its own deadline)."""
 
 
 class ClaimResult(_Model):
@@ -242,3 +264,140 @@ class ItemContext(_Model):
     conversation: list[ConversationMessage] = []
     """The group's messages around the item, oldest first, the item among them: only with
     ``text_visible`` (else empty); texts as ``review.conversation`` retains and scopes them."""
+    appeal: AppealEvidence | None = None
+    """For an item of the ``appeals`` queue: the appeal and the appealed decision (the verdict,
+    group, sender and conversation above are the appealed message's)."""
+
+
+class AppealOutcome(StrEnum):
+    """How an appeal ends."""
+
+    UPHELD = "upheld"
+    """The decision stands."""
+    REVERSED = "reversed"
+    """The decision is withdrawn: its strikes are lifted, a correction is published."""
+
+
+class AppealStatus(StrEnum):
+    OPEN = "open"
+    UPHELD = "upheld"
+    REVERSED = "reversed"
+
+
+class AppealSource(_Model):
+    """The appealed verdict's source coordinates, as ``moderation.verdicts`` carries them."""
+
+    topic: str = Field(min_length=1, max_length=249)
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
+class AppealRequest(_Model):
+    """An appeal as a platform files it (``POST /api/appeals`` or a ``moderation.appeals``
+    record). Name the appealed verdict by ``source`` or the moderator's decision by
+    ``decision_id`` (exactly one); unknown fields are ignored."""
+
+    appeal_id: str = Field(min_length=1, max_length=128)
+    """The platform's id for this appeal: filing it again is a replay (the same appeal back)."""
+    decision_id: uuid.UUID | None = None
+    """A moderator's decision, as published on ``moderation.decisions``."""
+    source: AppealSource | None = None
+    """A verdict, as published on ``moderation.verdicts`` (``source_topic`` ...)."""
+    appellant_id: str = Field(min_length=1, max_length=128)
+    """Who appeals (usually the sender)."""
+    statement: str
+    """The appellant's words: not blank, no NUL, at most ``review.max_statement_chars``
+    (checked where appeals are filed, ``statement_too_long`` past it)."""
+
+    @model_validator(mode="after")
+    def _one_target(self) -> Self:
+        if (self.decision_id is None) == (self.source is None):
+            raise ValueError("name exactly one of decision_id and source")
+        if not self.statement.strip():
+            raise ValueError("statement must not be blank")
+        if "\x00" in self.statement:
+            raise ValueError("statement must not contain NUL")
+        return self
+
+
+class AppealFiled(_Model):
+    """The answer to a filing: the appeal, and whether this call created it."""
+
+    appeal_id: str
+    """The appeal's public id (what ``/api/appeals/{appeal_id}`` takes)."""
+    appeal_key: str
+    """The platform's own id (``appeal_id`` of the request)."""
+    item_id: str
+    """The public id of the appeal's review item, in the ``appeals`` queue."""
+    status: AppealStatus
+    filed_at: datetime
+    due_at: datetime
+    created: bool
+    """False for a replay: this appeal id had been filed before; nothing new was made."""
+
+
+class AppealView(_Model):
+    """An appeal and where it stands (no statement: it is shown with the item, to its claim)."""
+
+    appeal_id: str
+    appeal_key: str
+    item_id: str
+    channel: str
+    filed_by: str
+    appellant_id: str
+    message_id: str
+    group_id: str
+    sender_id: str
+    category: str | None
+    source: AppealSource
+    original_decision: str
+    original_decided_by: str
+    original_moderator: str | None
+    original_decision_id: str | None
+    status: AppealStatus
+    outcome_reason: str | None
+    decided_by: str | None
+    decided_at: datetime | None
+    correction_id: str | None
+    strikes_lifted: int
+    filed_at: datetime
+    due_at: datetime
+
+
+class AppealEvidence(_Model):
+    """What the handler of an appeal reads beside the verdict: the appeal, the statement (with
+    the text, only to the claim holder or an admin), and the appealed decision as it was made."""
+
+    appeal: AppealView
+    statement: str | None
+    """The appellant's statement when ``text_visible`` (and not yet cleared), else ``None``."""
+    original_reason: str | None
+    """The reason the moderator gave for the appealed decision (``None`` for a verdict)."""
+    original_decided_at: datetime | None
+    original_item_id: str | None
+    """The public id of the review item the appealed decision resolved."""
+    original_events: list[AuditEvent] = []
+    """That item's audit trail, newest first."""
+
+
+class AppealDecideRequest(_Model):
+    outcome: AppealOutcome
+    reason: str = Field(min_length=1)
+    """Bounded by ``review.max_reason_chars``, like every decision's reason."""
+
+
+class AppealDecisionResult(_Model):
+    appeal_id: str
+    item_id: str
+    outcome: AppealOutcome
+    correction_id: str
+    """The ``decision_id`` of the correction record on ``moderation.decisions``."""
+    strikes_lifted: int
+    """The strike weight the reversal lifted, what the sender's live total drops by (0 when
+    upheld, or when the appealed decision gave no strike still counting)."""
+    event_id: int
+    decided_at: datetime
+    published: bool
+
+
+ItemContext.model_rebuild()

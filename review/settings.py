@@ -67,6 +67,18 @@ class ReviewSettings(Section):
     beside the queue's oldest item, and the alert rules fire when an item is older."""
     admin_target_s: float = Field(default=14_400.0, gt=0)
     """The same for the admins' queue (escalations take longer)."""
+    appeals_target_s: float = Field(default=172_800.0, gt=0)
+    """How soon an appeal should be decided: each appeal's deadline (``due_at``) is its filing
+    time plus this, and ``/metrics`` counts the queue's items past their target as overdue."""
+    max_statement_chars: int = Field(default=2_000, ge=1, le=20_000)
+    """An appellant's statement may be at most this long (refused with ``statement_too_long``)."""
+    appeals_consumer: bool = True
+    """Whether ``modstream review serve`` reads appeals from ``kafka.appeal_topic``."""
+    appeals_group_id: str = "modstream-review-appeals"
+    """The consumer group of that reader (every review instance shares it)."""
+    appeals_retry_s: float = Field(default=2.0, gt=0)
+    """How long the reader waits before it tries a record again after PostgreSQL or Kafka
+    failed it (the record is never skipped)."""
     context_before: int = Field(default=10, ge=0, le=100)
     """The item view's conversation: at most this many of the group's messages before the
     escalated one (``review.conversation``)."""
@@ -78,7 +90,11 @@ class ReviewSettings(Section):
     @property
     def queue_targets_s(self) -> dict[str, float]:
         """Each queue's decision target in seconds."""
-        return {"moderator": self.moderator_target_s, "admin": self.admin_target_s}
+        return {
+            "moderator": self.moderator_target_s,
+            "admin": self.admin_target_s,
+            "appeals": self.appeals_target_s,
+        }
 
     @field_validator("cookie_secure", mode="before")
     @classmethod

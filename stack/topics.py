@@ -1,4 +1,5 @@
-"""The topics the local stack creates: input and verdicts (partitioned), DLQ, decisions."""
+"""The topics the local stack creates: input and verdicts (partitioned), DLQ, decisions, the
+appeals and their DLQ."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ def stack_topics(kafka: KafkaSettings, input_partitions: int) -> tuple[TopicSpec
         TopicSpec(kafka.dlq_topic, 1),
         TopicSpec(kafka.verdict_topic, input_partitions),
         TopicSpec(kafka.decision_topic, 1),
+        TopicSpec(kafka.appeal_topic, 1),
+        TopicSpec(kafka.appeal_dlq_topic, 1),
     )
 
 

@@ -13,10 +13,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["OffsetTracker", "PartitionKey"]
+from pipelines.messages import PartitionKey
 
-PartitionKey = tuple[str, int]
-"""(topic, partition)."""
+__all__ = ["OffsetTracker", "PartitionKey"]
 
 
 @dataclass(slots=True)

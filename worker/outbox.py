@@ -19,8 +19,8 @@ from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from engine.stores.database import StoreError
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import StoreError
 from worker.verdict_publishing import durable_rows, verdict_publishing
 
 __all__ = ["VerdictOutbox"]

@@ -8,10 +8,12 @@ patching module names (arq's ``Worker`` takes its functions; quix-streams' ``App
 owns its parts).
 
 - :func:`build_parts` makes what every program shares (:class:`ModerationParts`): metrics, the
-  PostgreSQL pool and stores, the Kafka publisher, the inference client (the backend is chosen
-  here), the rule stage and its strike cache, the outbox relay and the re-scorer.
+  PostgreSQL pool and stores (the verdict write carrying the published marks,
+  ``engine.stores.carried_marks``), the Kafka publisher, the inference client (the backend is
+  chosen here), the rule stage and its strike cache, the outbox relay and the re-scorer.
 - :func:`build_stream_parts` adds the stream's own (:class:`StreamParts`): the offset tracker,
-  the Kafka source, the batch processor and its two lanes, and the background loops.
+  the Kafka source, the batch processor and its two lanes, and the background loops (the
+  published marks no write carried among them).
 - :func:`build_processor` is the one way a ``BatchProcessor`` is made; the online service's
   builder (``online.parts``) makes its processor with it, over its own acknowledger.
 - :func:`build_rescan` makes ``modstream rescan``'s (:class:`RescanParts`): the shared parts
@@ -37,14 +39,19 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from common.logs import get_logger
-from common.publishing import PublishedMarker
 from common.settings import KafkaSettings, PostgresSettings
+from engine.stores.carried_marks import CarriedMarks
+from engine.stores.database import Database
+from engine.stores.pending_texts import PendingTextStore
+from engine.stores.shadow_verdicts import ShadowVerdictStore
+from engine.stores.strikes import StrikeStore
+from engine.stores.verdict_batches import VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import load_policy_file
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.rules.layers import load_rule_stack
 from pipelines.rules.shared_engines import EngineShelf
-from pipelines.verdict_codec import VerdictRowKey
 from worker.backpressure import Backpressure
 from worker.batcher import Batch
 from worker.consume import drain_partitions
@@ -63,6 +70,7 @@ from worker.processing import Acknowledger, BatchProcessor, BatchStore, Inferenc
 from worker.publisher import KafkaPublisher
 from worker.rescan import Rescanner
 from worker.rescan_plan import RescanPlan
+from worker.rescan_store import RescanStore
 from worker.rescore import Rescorer
 from worker.rollup_refresh import RollupRefresher
 from worker.rule_stage import RuleStage
@@ -78,13 +86,6 @@ from worker.settings import (
 )
 from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
-from worker.stores.database import Database
-from worker.stores.pending_texts import PendingTextStore
-from worker.stores.rescans import RescanStore
-from worker.stores.shadow_verdicts import ShadowVerdictStore
-from worker.stores.strikes import StrikeStore
-from worker.stores.verdict_batches import VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 from worker.supervisor import Loop, stop_within
 from worker.tenant_rules_watch import TenantRulesWatcher
 from worker.throttle import TokenBucket
@@ -146,7 +147,10 @@ class ModerationParts:
     metrics: Metrics
     database: Database
     verdicts: VerdictBatchStore
+    """The one verdict write per batch; it carries the published marks queued in ``marks``."""
     outbox: VerdictOutboxStore
+    marks: CarriedMarks
+    """The batch processor's published-marker: marks queued for the next verdict write."""
     publisher: KafkaPublisher
     inference: InferenceClient
     rules: RuleStage
@@ -268,13 +272,14 @@ def build_parts(
 ) -> ModerationParts:
     """The shared parts (nothing is started). ``consumer_group`` names the program in the
     verdict store's offsets; ``light_reset``: the pool sends no reset query on release (for a
-    program that never changes session state, see ``worker.stores.database``)."""
+    program that never changes session state, see ``engine.stores.database``)."""
     metrics = metrics or Metrics()
     database = Database(settings.postgres, light_reset=light_reset)
     outbox = VerdictOutboxStore(database)
     publisher = KafkaPublisher(settings.kafka)
     inference = _inference(settings.inference, settings.triton, metrics.replicas)
     rel = settings.reliability
+    marks = CarriedMarks(outbox, wait_s=rel.published_mark_wait_s)
     rules = RuleStage(_rule_engine(settings.rules), metrics)
     policy, policy_watch = _policy(settings, metrics)
     tenant_watch = _tenant_rules(settings.rules, rules)
@@ -289,8 +294,9 @@ def build_parts(
     return ModerationParts(
         metrics=metrics,
         database=database,
-        verdicts=VerdictBatchStore(database, consumer_group),
+        verdicts=VerdictBatchStore(database, consumer_group, marks),
         outbox=outbox,
+        marks=marks,
         publisher=publisher,
         inference=inference,
         rules=rules,
@@ -332,20 +338,19 @@ def build_processor(
     store: BatchStore | None = None,
     inference: Inference | None = None,
     failpoints: Failpoints | None = None,
-    outbox: PublishedMarker[VerdictRowKey] | None = None,
     publish_every_s: float | None = None,
 ) -> BatchProcessor:
     """The batch processor over ``parts``: ``acknowledger`` is told of durable batches,
     ``positions`` is the stream's offset tracker (``None`` for a source without offsets);
+    ``store`` writes where a program writes more than the verdicts (the online claims);
     ``inference`` wraps the parts' client where a program bounds it (the online budget);
-    ``outbox`` marks what was published where a program marks differently (the online
-    service's marks ride on its next write, ``online.carried_marks``); with
+    what was published is marked by ``parts.marks``, on the next verdict write; with
     ``publish_every_s`` stored verdicts are published by the program's clock
     (``BatchProcessor.publish_stored``), not by each batch."""
     return BatchProcessor(
         inference=inference or parts.inference,
         store=store or parts.verdicts,
-        outbox=outbox or parts.outbox,
+        outbox=parts.marks,
         publisher=parts.publisher,
         acknowledger=acknowledger,
         positions=positions,
@@ -422,9 +427,10 @@ class StreamParts:
     backpressure: Backpressure
     failpoints: Failpoints
     loops: dict[str, Loop]
-    """Background loops by name: the outbox relay, the re-scorer, the breaker's probe, the
-    consumer lag probe, the rule and policy file watches (when reloading is on), the analysts'
-    rollup refresh (unless its interval is 0) and the shadow scorer (when there is one)."""
+    """Background loops by name: the published marks no write carried, the outbox relay, the
+    re-scorer, the breaker's probe, the consumer lag probe, the rule and policy file watches
+    (when reloading is on), the analysts' rollup refresh (unless its interval is 0) and the
+    shadow scorer (when there is one)."""
 
 
 def build_stream_parts(
@@ -497,8 +503,9 @@ def build_stream_parts(
 def _stream_loops(
     parts: ModerationParts, settings: WorkerSettings, source: StreamSource, tracker: OffsetTracker
 ) -> dict[str, Loop]:
-    """The relay and the re-scorer over the partitions this worker owns, the breaker's probe,
-    the consumer lag probe, the rule file watch and the rollup refresh."""
+    """The published marks no write carried (all of them once the batches are done), the relay
+    and the re-scorer over the partitions this worker owns, the breaker's probe, the consumer
+    lag probe, the rule file watch and the rollup refresh."""
     topic = settings.kafka.input_topic
     rel = settings.reliability
 
@@ -506,6 +513,7 @@ def _stream_loops(
         return source.partitions_of(topic)
 
     loops: dict[str, Loop] = {
+        "published_marks": parts.marks.run,
         "watch_breaker": functools.partial(watch_breaker, parts.inference, parts.metrics),
         "consumer_lag": ConsumerLagProbe(source, tracker, parts.metrics).run,
         "outbox": lambda done: parts.relay.run(done, rel.outbox_interval_s, topic, owned),
@@ -576,7 +584,7 @@ def build_rescan(
         strikes=StrikeStore(parts.database),
         policy=parts.policy,
         publisher=parts.publisher,
-        outbox=parts.outbox,
+        outbox=parts.marks,
         verdict_topic=settings.kafka.verdict_topic,
         throttle=TokenBucket(rate, burst=max(rate, float(batch_items))),
         batch_items=batch_items,

@@ -7,7 +7,7 @@ no service reads. Applying it:
    would load it; one that does not load is refused with the reason and nothing changes;
 2. records, in PostgreSQL, who applied it and when (the admin whose API token was given: an
    enabled review user with role ``admin``), its SHA-256, where it went live and the thresholds
-   before and after (``policy_applications``, ``worker.stores.policy_applications``);
+   before and after (``policy_applications``, ``engine.stores.policy_applications``);
 3. in the same transaction, writes the live policy file (atomically: a watching service never
    reads half a file), headed by a comment naming the admin, the time and the proposal. Every
    running worker and online service reloads it within ``policy_file.reload_interval_s``
@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Protocol
 
 from common.api_tokens import digest
+from engine.stores.policy_applications import Applied, PolicyApplication
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import PolicyFileError, load_policy_file, parse_policy
-from worker.stores.policy_applications import Applied, PolicyApplication
 
 __all__ = [
     "AppliedProposal",
@@ -44,7 +44,7 @@ __all__ = [
 
 
 class Recorder(Protocol):
-    """Where applications are recorded (``worker.stores.policy_applications``)."""
+    """Where applications are recorded (``engine.stores.policy_applications``)."""
 
     async def record(
         self, token_sha256: str, application: PolicyApplication, then: Callable[[Applied], None]

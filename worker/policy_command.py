@@ -40,6 +40,9 @@ from typing import Any
 import orjson
 
 from common.logs import configure_logging
+from engine.stores.database import Database, StoreError
+from engine.stores.moderator_decisions import ModeratorDecisionStore
+from engine.stores.policy_applications import NotAnAdmin, PolicyApplicationStore
 from pipelines.calibration import CALIBRATED_FIELDS, Proposal, by_category, propose
 from pipelines.policy import PolicyConfigError, PolicyThresholds
 from pipelines.policy_file import (
@@ -52,9 +55,6 @@ from pipelines.policy_file import (
 from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
 from worker.policy_apply import apply_proposal, read_proposal, write_atomically
 from worker.settings import WorkerSettings
-from worker.stores.database import Database, StoreError
-from worker.stores.moderator_decisions import ModeratorDecisionStore
-from worker.stores.policy_applications import NotAnAdmin, PolicyApplicationStore
 
 __all__ = ["apply", "calibrate", "register"]
 

@@ -33,6 +33,10 @@ from typing import Protocol
 from common.grouping import GroupedCall
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
+from engine.stores.database import StoreError
+from engine.stores.pending_texts import PendingText
+from engine.stores.review_items import Escalation
+from engine.stores.verdict_batches import DeadLetter, VerdictBatch
 from pipelines.decode import DecodeError
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.rule_hits import RuleOutcome
@@ -48,10 +52,6 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.policy_stage import CurrentPolicy
 from worker.retry import backoff_s
-from worker.stores.database import StoreError
-from worker.stores.pending_texts import PendingText
-from worker.stores.review_items import Escalation
-from worker.stores.verdict_batches import DeadLetter, VerdictBatch
 from worker.verdict_publishing import durable_verdicts, verdict_publishing
 from worker.work import Work
 

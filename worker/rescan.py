@@ -16,7 +16,7 @@ With ``apply`` each batch's verdicts that no person has are updated in place wit
 version, the rescan id and the time, changed or not (so every verdict a rescan read names the
 model that decided it); their review items follow (closed with a system event when no longer
 escalated, reopened or opened when escalated), in ONE transaction that also moves the rescan's
-per-partition offsets and saves its report (``worker.stores.rescans``); the changed verdicts are
+per-partition offsets and saves its report (``worker.rescan_store``); the changed verdicts are
 then published to the verdict topic (``published = false`` until they are: what a crash left
 unpublished is sent by this rescan's own relay when it resumes, or by the live workers' outbox
 relay). A rescan that stops anywhere resumes from its last committed batch: nothing is applied
@@ -44,6 +44,7 @@ from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from engine.stores.database import StoreError
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -69,7 +70,6 @@ from worker.rescan_report import RescanReport, direction
 from worker.rescan_review import AppliedBatch, Redecided
 from worker.rule_stage import RuleStage
 from worker.sender_strikes import with_strikes
-from worker.stores.database import StoreError
 from worker.throttle import TokenBucket
 from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
@@ -96,7 +96,7 @@ class History(Protocol):
 
 
 class Store(Protocol):
-    """A rescan's rows and the verdicts it compares (``worker.stores.rescans.RescanStore``)."""
+    """A rescan's rows and the verdicts it compares (``worker.rescan_store.RescanStore``)."""
 
     async def create(self, plan: RescanPlan) -> None: ...
 
@@ -119,7 +119,7 @@ class Store(Protocol):
 
 
 class StrikeHistory(Protocol):
-    """Strike totals as they stood at a moment (``worker.stores.strikes.StrikeStore``)."""
+    """Strike totals as they stood at a moment (``engine.stores.strikes.StrikeStore``)."""
 
     async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]: ...
 

@@ -1,7 +1,7 @@
 """A person's decision stands: what a rescan may do with a verdict and its review item.
 
 Where a verdict's review item stands decides what an applied rescan does (``worker.rescan``,
-``worker.stores.rescans``; the state is read, and the item locked, by PostgreSQL's
+``worker.rescan_store``; the state is read, and the item locked, by PostgreSQL's
 ``modstream_review_item_states``):
 
 * **held**: a moderator resolved the item, holds a live claim on it, or sent it to the admins.

@@ -24,6 +24,9 @@ from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishedMarker, RecordPublisher
+from engine.stores.database import StoreError
+from engine.stores.pending_texts import PendingRow, RescoreRejection
+from engine.stores.review_items import Escalation
 from pipelines.canonical import canonicalize
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleOutcome
@@ -34,9 +37,6 @@ from pipelines.verdict_factory import ModelRun, make_verdict
 from worker.inference import InferenceError, InferenceResult
 from worker.policy_stage import CurrentPolicy
 from worker.refusals import score_or_refuse
-from worker.stores.database import StoreError
-from worker.stores.pending_texts import PendingRow, RescoreRejection
-from worker.stores.review_items import Escalation
 from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
 __all__ = ["Rescorer"]

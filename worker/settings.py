@@ -211,6 +211,11 @@ class ReliabilitySettings(Section):
     outbox_min_age_s: float = Field(default=5.0, ge=0)
     """Only rows unpublished for this long are re-sent (younger ones are still in flight)."""
     outbox_batch_items: int = Field(default=500, ge=1)
+    published_mark_wait_s: float = Field(default=0.5, gt=0)
+    """How long the published mark of verdicts Kafka acknowledged waits for the next verdict
+    write to carry it (one statement per batch, ``engine.stores.carried_marks``) before it is
+    sent as a statement of its own. Keep it well below ``outbox_min_age_s``: the relay sends
+    again rows whose mark is still waiting."""
     rescore_interval_s: float = Field(default=5.0, gt=0)
     """How often the worker looks for ``pending_model`` verdicts while the model is ready."""
     rescore_batch_items: int = Field(default=100, ge=1)

@@ -6,7 +6,7 @@ never waits: it queues the batch (the texts the live model scored and the live r
 drops it. A background loop (:meth:`ShadowScorer.run`) asks the shadow model for one batch at a
 time, decides each message with the same policy over the same rule hits
 (``pipelines.verdict_factory.make_verdict``) and stores the shadow verdicts in
-``shadow_verdicts`` (``worker.stores.shadow_verdicts``). Nothing the shadow does reaches a live
+``shadow_verdicts`` (``engine.stores.shadow_verdicts``). Nothing the shadow does reaches a live
 verdict: it has its own client (its own breakers), its own writes, and its failures only count.
 
 Live work goes first: a shadow call starts only while the live side has room (its model lane
@@ -32,13 +32,13 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from common.logs import get_logger
+from engine.stores.database import StoreError
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 from worker.inference import InferenceClient, InferenceError
 from worker.metrics import Metrics
 from worker.policy_stage import CurrentPolicy
-from worker.stores.database import StoreError
 
 __all__ = ["ShadowItem", "ShadowScorer", "ShadowStore"]
 
@@ -56,7 +56,7 @@ class ShadowItem:
 
 
 class ShadowStore(Protocol):
-    """Where shadow verdicts go (``worker.stores.shadow_verdicts.ShadowVerdictStore``)."""
+    """Where shadow verdicts go (``engine.stores.shadow_verdicts.ShadowVerdictStore``)."""
 
     async def write(self, verdicts: Sequence[Verdict]) -> None: ...
 

@@ -19,10 +19,10 @@ from aiokafka.errors import CommitFailedError, KafkaError
 
 from common.kafka_client import kafka_security_kwargs
 from common.logs import get_logger
+from engine.stores.verdict_batches import VerdictBatch
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.retry import backoff_s
 from worker.settings import KafkaSettings
-from worker.stores.verdict_batches import VerdictBatch
 from worker.work import Work
 
 __all__ = ["KafkaSource", "OffsetStore"]

@@ -20,6 +20,7 @@ from common.publishing import (
     PublishedMarker,
     RecordPublisher,
 )
+from engine.stores.database import StoreError
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import (
     VerdictRowKey,
@@ -28,7 +29,6 @@ from pipelines.verdict_codec import (
     verdict_kafka_records,
     verdict_row_key,
 )
-from worker.stores.database import StoreError
 
 __all__ = ["durable_rows", "durable_verdicts", "publish_just_stored", "verdict_publishing"]
 

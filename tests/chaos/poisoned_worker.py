@@ -15,10 +15,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from engine.stores import verdict_batches
+from engine.stores.arrays import verdict_arrays
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VERDICT_COLUMNS
-from worker.stores import verdict_batches
-from worker.stores.arrays import verdict_arrays
 
 __all__ = ["POISON_PREFIX", "main", "poisoned_verdict_arrays"]
 

@@ -4,44 +4,14 @@
 //
 // Environment: E2E_BASE_URL, E2E_TOKEN, E2E_REASON, E2E_USER; optional E2E_CHROMIUM
 // (default /usr/bin/chromium) and E2E_SCREENSHOT (a path written on failure).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { chromium } from "playwright-core";
+import { check, env, withBrowser } from "./harness.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
 const base = env("E2E_BASE_URL");
 const token = env("E2E_TOKEN");
 const reason = env("E2E_REASON");
 const user = env("E2E_USER");
 
-function check(condition, what) {
-  if (!condition) throw new Error(`check failed: ${what}`);
-}
-
-const userDataDir = mkdtempSync(join(tmpdir(), "modstream-e2e-"));
-const context = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: process.env.E2E_CHROMIUM || "/usr/bin/chromium",
-  headless: true,
-  args: [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-  ],
-  timeout: 60_000,
-});
-const page = context.pages()[0] ?? (await context.newPage());
-page.setDefaultTimeout(20_000);
-const consoleErrors = [];
-page.on("console", (msg) => {
-  if (msg.type() === "error") consoleErrors.push(`${msg.text()} @ ${msg.location().url}`);
-});
-page.on("pageerror", (err) => consoleErrors.push(String(err)));
-
-try {
+await withBrowser(async ({ context, page, consoleErrors }) => {
   // Anonymous visitors are sent to the sign-in page.
   await page.goto(`${base}/console/queue`);
   check(new URL(page.url()).pathname === "/console/login", `redirected to sign in, at ${page.url()}`);
@@ -110,14 +80,5 @@ try {
   check(row && row.actor === user && row.reason === reason && row.item === itemId, "audit row for the decision");
   check(consoleErrors.length === 0, `no browser console errors: ${consoleErrors.join(" | ")}`);
 
-  console.log(JSON.stringify({ ok: true, itemId, audit, shownText, marked, conversation, browser: context.browser()?.version() ?? null }));
-} catch (err) {
-  if (process.env.E2E_SCREENSHOT) {
-    await page.screenshot({ path: process.env.E2E_SCREENSHOT, fullPage: true }).catch(() => {});
-  }
-  console.log(JSON.stringify({ ok: false, error: String(err && err.stack ? err.stack : err), url: page.url() }));
-  process.exitCode = 1;
-} finally {
-  await context.close();
-  rmSync(userDataDir, { recursive: true, force: true });
-}
+  return { itemId, audit, shownText, marked, conversation };
+});

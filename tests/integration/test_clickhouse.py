@@ -32,6 +32,10 @@ from chdb._exceptions import ChdbError  # what a session's query raises (not chd
 from admin.retention import RetentionPeriods, apply_retention
 from common.rollups import refresh_rollups
 from common.settings import project_root
+from engine.stores.database import Database
+from engine.stores.pending_texts import PendingText
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
@@ -43,10 +47,6 @@ from worker.app import Worker
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
-from worker.stores.database import Database
-from worker.stores.pending_texts import PendingText
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 

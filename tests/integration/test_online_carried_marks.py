@@ -1,5 +1,6 @@
-"""online.carried_marks against the real PostgreSQL: a published mark rides on the next verdict
-write, is queued again when that write fails, and is sent alone when no write comes."""
+"""engine.stores.carried_marks under the online write, against the real PostgreSQL: a published
+mark rides on the next verdict write, is queued again when that write fails, and is sent alone
+when no write comes."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
-from online.carried_marks import CarriedMarks
+from engine.stores.carried_marks import CarriedMarks
+from engine.stores.database import Database, StoreError
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from online.claimed_writes import ClaimedWrites
 from online.claims import ClaimStore, online_position
 from pipelines.messages import ChatMessage
@@ -23,10 +28,6 @@ from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import verdict_row_key
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
-from worker.stores.database import Database, StoreError
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.verdict_batches import VerdictBatch
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +74,9 @@ async def scratch(database: str) -> AsyncIterator[Scratch]:
 
 def _stores(scratch: Scratch) -> tuple[CarriedMarks, ClaimedWrites]:
     marks = CarriedMarks(VerdictOutboxStore(scratch.db), wait_s=60.0)
-    return marks, ClaimedWrites(scratch.db, ClaimStore(scratch.db), "online", marks)
+    return marks, ClaimedWrites(
+        VerdictBatchStore(scratch.db, "online", marks), ClaimStore(scratch.db)
+    )
 
 
 async def test_a_mark_rides_on_the_next_write(scratch: Scratch) -> None:
@@ -109,7 +112,7 @@ async def test_marks_no_write_takes_are_sent_alone(scratch: Scratch) -> None:
     """Without a write to carry them, overdue marks and, at the end, all marks go alone."""
     clock = [0.0]
     marks = CarriedMarks(VerdictOutboxStore(scratch.db), wait_s=0.05, clock=lambda: clock[0])
-    writes = ClaimedWrites(scratch.db, ClaimStore(scratch.db), "online", marks)
+    writes = ClaimedWrites(VerdictBatchStore(scratch.db, "online", marks), ClaimStore(scratch.db))
     rows = [scratch.verdict(1), scratch.verdict(2)]
     await writes.write(VerdictBatch(rows))
     await marks.mark_published([verdict_row_key(rows[0])])

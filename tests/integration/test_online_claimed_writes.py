@@ -15,6 +15,11 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
+from engine.stores.database import Database
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.pending_texts import PendingText
+from engine.stores.review_items import Escalation
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from online.claimed_writes import ClaimedWrites
 from online.claims import ClaimStore, online_position
 from pipelines.messages import ChatMessage
@@ -22,11 +27,6 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
-from worker.stores.database import Database
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import PendingText
-from worker.stores.review_items import Escalation
-from worker.stores.verdict_batches import VerdictBatch
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,7 @@ class Scratch:
 
     def writes(self) -> ClaimedWrites:
         """The store of one service instance (its own claim memory)."""
-        return ClaimedWrites(self.db, ClaimStore(self.db), "online")
+        return ClaimedWrites(VerdictBatchStore(self.db, "online"), ClaimStore(self.db))
 
     async def offsets(self, table: str) -> list[int]:
         """Offsets (from ``base``) of this test's rows in ``table``."""

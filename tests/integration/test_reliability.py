@@ -16,6 +16,10 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from pydantic import SecretStr
 
+from engine.stores.database import Database
+from engine.stores.pending_texts import PendingText
+from engine.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
@@ -25,10 +29,6 @@ from tests.support import run_rescore
 from worker.outbox import VerdictOutbox
 from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
-from worker.stores.database import Database
-from worker.stores.pending_texts import PendingText
-from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 

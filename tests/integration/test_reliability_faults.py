@@ -12,6 +12,10 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
+from engine.stores.database import Database, StoreError, StoreUnavailable
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
@@ -24,10 +28,6 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker
 from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
-from worker.stores.database import Database, StoreError, StoreUnavailable
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 from worker.work import Work
 
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))

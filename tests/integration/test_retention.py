@@ -119,6 +119,41 @@ async def test_the_text_of_items_a_rescan_closed_is_cleared_like_resolved_ones()
             await conn.close()
 
 
+async def test_the_statement_of_an_appeal_decided_long_ago_is_cleared() -> None:
+    """An appeal decided before --keep-text loses its statement (the row stays); one decided
+    lately and one still open keep theirs."""
+    async with temporary_database(ServiceSettings(), prefix="modstream_test_retention") as s:
+        conn = await asyncpg.connect(s.postgres.dsn.get_secret_value())
+        try:
+            for offset, decided in ((1, OLD), (2, RECENT), (3, None)):
+                item = await conn.fetchval(
+                    "SELECT id FROM modstream_open_appeal_item(now(), 'm', 'g', 's', 'x', NULL, "
+                    "0, 'block', '{}')"
+                )
+                await conn.execute(
+                    "INSERT INTO appeals (appeal_key, channel, filed_by, appellant_id, "
+                    "statement, source_topic, source_partition, source_offset, sent_at, "
+                    "message_id, group_id, sender_id, original_decision, original_decided_by, "
+                    "review_item_id, due_at, status, decided_by, decided_at) VALUES "
+                    "($1::text, 'api', 'p', 's', 'my words', 't', 0, $2, now(), 'm', 'g', 's', "
+                    "'block', 'rules', $3, now(), $4, $5, $6)",
+                    f"a{offset}",
+                    offset,
+                    item,
+                    "open" if decided is None else "upheld",
+                    None if decided is None else "mod",
+                    decided,
+                )
+            report = await apply_retention(conn, timedelta(days=90), periods=RetentionPeriods())
+            statements = dict(
+                await conn.fetch("SELECT source_offset, statement FROM appeals ORDER BY 1")
+            )
+            assert statements == {1: "", 2: "my words", 3: "my words"}
+            assert report.ledgers["appeal_statements_cleared"] == 1
+        finally:
+            await conn.close()
+
+
 async def test_unpublished_decisions_are_never_pruned() -> None:
     """Published decision-outbox rows go after --keep-outbox; unpublished ones stay, however old."""
     async with temporary_database(ServiceSettings(), prefix="modstream_test_retention") as s:

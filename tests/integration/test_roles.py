@@ -25,6 +25,14 @@ from pydantic import SecretStr
 from admin.migrate import migrate
 from admin.retention import apply_retention
 from common.settings import PostgresSettings, ServiceSettings, project_root
+from engine.stores.database import Database
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
+from engine.stores.review_items import Escalation
+from engine.stores.shadow_verdicts import ShadowVerdictStore
+from engine.stores.strikes import StrikeStore
+from engine.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.scores import ModelScores
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
@@ -43,15 +51,7 @@ from review.settings import ReviewSettings
 from tests.support import MemoryPublisher, temporary_database
 from worker.rescan_plan import OffsetRange, RescanPlan
 from worker.rescan_review import Redecided, ReviewState
-from worker.stores.database import Database
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import PendingText, PendingTextStore, RescoreRejection
-from worker.stores.rescans import RescanStore
-from worker.stores.review_items import Escalation
-from worker.stores.shadow_verdicts import ShadowVerdictStore
-from worker.stores.strikes import StrikeStore
-from worker.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
+from worker.rescan_store import RescanStore
 
 pytestmark = pytest.mark.integration
 
@@ -381,6 +381,14 @@ async def test_analyst_role_reads_the_views(logins: Logins) -> None:
         assert await conn.fetchval("SELECT count(*) FROM analytics_review_events") >= 0
         assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_agreement") >= 0
         assert await conn.fetchval("SELECT count(*) FROM analytics_shadow_flips") >= 0
+        for view in (
+            "analytics_appeals",
+            "analytics_appeal_rates",
+            "analytics_appeal_rates_by_moderator",
+            "analytics_review_queues",
+        ):
+            assert await conn.fetchval(f"SELECT count(*) FROM {view}") >= 0  # noqa: S608
+        assert await _denied(logins.by_group["analyst"], "SELECT statement FROM appeals")
     finally:
         await conn.close()
 

@@ -28,6 +28,11 @@ from admin.migrate import apply_migrations, discover
 from admin.retention import RetentionError, RetentionPeriods, apply_retention
 from common.rollups import refresh_rollups, rollup_freshness
 from common.settings import project_root
+from engine.stores.database import Database
+from engine.stores.pending_texts import PendingText
+from engine.stores.review_items import Escalation
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
@@ -44,11 +49,6 @@ from tests.integration.conftest import wait_until
 from tests.support import run_rescore, temporary_database, with_database
 from worker.app import Worker
 from worker.settings import WorkerSettings
-from worker.stores.database import Database
-from worker.stores.pending_texts import PendingText
-from worker.stores.review_items import Escalation
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 pytestmark = pytest.mark.integration
 

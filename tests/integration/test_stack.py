@@ -117,12 +117,13 @@ def test_up_twice_keeps_one_process_per_service(stack_env: dict[str, str]) -> No
 
 
 def test_topics_exist_with_configured_partitions(stack_env: dict[str, str]) -> None:
-    """up created the four modstream topics; the input topic has ``partitions`` partitions."""
+    """up created the modstream topics; the input topic has ``partitions`` partitions."""
     settings = _settings(stack_env)
     topics = list_topics(KafkaServer(settings.stack).endpoint)
     assert topics[settings.kafka.input_topic] == settings.stack.partitions
     for name in (settings.kafka.dlq_topic, settings.kafka.verdict_topic,
-                 settings.kafka.decision_topic):  # fmt: skip
+                 settings.kafka.decision_topic, settings.kafka.appeal_topic,
+                 settings.kafka.appeal_dlq_topic):  # fmt: skip
         assert name in topics
 
 

@@ -28,6 +28,7 @@ from modstream.cli import PRODUCTION_COMMANDS
 IMAGE_PACKAGES = {
     "admin",
     "common",
+    "engine",
     "modelhost",
     "modstream",
     "online",

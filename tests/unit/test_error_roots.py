@@ -12,6 +12,7 @@ import pytest
 
 from admin.errors import AdminError
 from common.errors import CommonError
+from engine.errors import EngineError
 from modelhost.errors import ModelHostError
 from online.errors import OnlineError
 from pipelines.errors import PipelineError
@@ -22,6 +23,7 @@ from worker.errors import WorkerError
 ROOTS: dict[str, type[Exception]] = {
     "pipelines": PipelineError,
     "common": CommonError,
+    "engine": EngineError,
     "modelhost": ModelHostError,
     "worker": WorkerError,
     "online": OnlineError,
@@ -65,10 +67,11 @@ def test_retriable_is_declared_on_the_roots_that_retries_read() -> None:
     """The worker's and the shared clients' roots declare ``retriable`` (false by default);
     the kinds that may succeed later say so."""
     from common.publishing import PublishError
+    from engine.stores.database import StoreError, StoreUnavailable
     from worker.inference import InferenceRejected, InferenceUnavailable
-    from worker.stores.database import StoreError, StoreUnavailable
 
     assert WorkerError.retriable is False
+    assert EngineError.retriable is False
     assert CommonError.retriable is False
     assert (StoreUnavailable.retriable, StoreError.retriable) == (True, False)
     assert (InferenceUnavailable.retriable, InferenceRejected.retriable) == (True, False)

@@ -15,6 +15,8 @@ from prometheus_client import CollectorRegistry
 
 from online.metrics import MethodCalls, OnlineMetrics
 from review.metrics import ReviewMetrics
+from review.queue import QUEUES
+from review.schemas import APPEALS_QUEUE, QueueDepth
 from tests.promql_names import (
     ALERTS,
     DASHBOARD,
@@ -86,6 +88,38 @@ def test_the_issue_list_of_alerts_is_there() -> None:
         "ModstreamReviewItemPastTarget",
         "ModstreamOnlineErrorRate",
     } <= set(alert_names())
+
+
+def test_overdue_appeals_alert_reads_the_appeals_series_the_review_service_exports() -> None:
+    """ModstreamAppealsOverdue selects modstream_review_queue_overdue_items by an exact
+    ``queue="appeals"`` matcher (the other queues have their own alert), and the review
+    service exports that very series once it has read the queues."""
+    expression = rule_expressions()["ModstreamAppealsOverdue"]
+    selectors: list[promql_parser.VectorSelector] = []
+
+    def visit(node: object) -> None:
+        if isinstance(node, promql_parser.VectorSelector):
+            selectors.append(node)
+
+    promql_parser.walk(promql_parser.parse(expression), visit)
+    (selector,) = selectors
+    assert selector.name == "modstream_review_queue_overdue_items"
+    (matcher,) = selector.matchers.matchers
+    assert (matcher.name, matcher.value) == ("queue", APPEALS_QUEUE)
+    assert matcher.op == promql_parser.MatchOp.Equal
+
+    review = ReviewMetrics()
+    review.observe_queues(
+        [QueueDepth(queue=q, open=0, claimed=0, oldest_age_s=0.0, overdue=0) for q in QUEUES],
+        {},
+    )
+    exported = {
+        sample.labels.get("queue")
+        for family in review.registry.collect()
+        for sample in family.samples
+        if sample.name == selector.name
+    }
+    assert APPEALS_QUEUE in exported
 
 
 def test_every_query_parses_and_names_its_metrics() -> None:

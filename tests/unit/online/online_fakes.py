@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from common.publishing import PublishedMarker
+from engine.stores.database import StoreError
+from engine.stores.verdict_batches import VerdictBatch
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
 from online.collector import Collector, Processor
@@ -22,8 +24,6 @@ from worker.metrics import Metrics
 from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor, BatchStore
 from worker.rule_stage import RuleStage
-from worker.stores.database import StoreError
-from worker.stores.verdict_batches import VerdictBatch
 from worker.work import Work
 
 __all__ = [

@@ -10,6 +10,10 @@ from typing import Any
 import asyncpg
 import pytest
 
+from engine.stores.database import StoreUnavailable
+from engine.stores.pending_texts import PendingText
+from engine.stores.review_items import Escalation
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from online.claimed_writes import ClaimedWrites
 from online.claims import Claim, ClaimStore, online_position
 from pipelines.messages import ChatMessage, SourcePosition
@@ -17,10 +21,6 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
-from worker.stores.database import StoreUnavailable
-from worker.stores.pending_texts import PendingText
-from worker.stores.review_items import Escalation
-from worker.stores.verdict_batches import VerdictBatch
 
 T0 = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 
@@ -69,7 +69,7 @@ class FakePool:
             verdict_args = args
         for message_id, offset, sent_at in claims:
             self.claims[message_id] = (offset, sent_at)
-        # the verdicts part: $3 offsets, $5 message ids (worker.stores.arrays.verdict_arrays)
+        # the verdicts part: $3 offsets, $5 message ids (engine.stores.arrays.verdict_arrays)
         for offset, message_id in zip(verdict_args[2], verdict_args[4], strict=True):
             self.verdicts.setdefault(offset, message_id)
         return "INSERT"
@@ -88,7 +88,8 @@ def _claims(pool: FakePool, **kwargs: Any) -> ClaimStore:
 
 
 def _writes(pool: FakePool, claims: ClaimStore) -> ClaimedWrites:
-    return ClaimedWrites(FakeDatabase(pool), claims, "online")  # type: ignore[arg-type]
+    verdicts = VerdictBatchStore(FakeDatabase(pool), "online")  # type: ignore[arg-type]
+    return ClaimedWrites(verdicts, claims)
 
 
 def _verdict(offset: int, message_id: str, sent_at: datetime = T0) -> Verdict:

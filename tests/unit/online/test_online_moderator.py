@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from engine.stores.verdict_batches import VerdictBatch
 from online.claims import Claim
 from online.collector import Collector
 from online.errors import Overloaded, StoreDown
@@ -24,7 +25,6 @@ from tests.unit.online.online_fakes import (
     FakePublisher,
     make_collector,
 )
-from worker.stores.verdict_batches import VerdictBatch
 
 
 class MemoryClaims:

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from engine.stores.carried_marks import CarriedMarks
 from online.answers import PendingAnswers
-from online.carried_marks import CarriedMarks
 from online.paced_publishing import PacedPublishing
 from pipelines.policy import PolicyThresholds
 from pipelines.verdict_codec import VerdictRowKey
@@ -30,9 +30,6 @@ class Outbox:
 
     async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None:
         self.marked.append(list(keys))
-
-    def mark_part(self, keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
-        return "UPDATE", [list(keys)]
 
 
 def _processor(publisher: FakePublisher, marks: CarriedMarks) -> BatchProcessor:

@@ -18,10 +18,12 @@ def test_decide_request_needs_a_known_action_and_a_reason() -> None:
         DecideRequest.model_validate({"action": "delete_user", "reason": "x"})
 
 
-def test_admins_work_both_queues_moderators_one() -> None:
-    """Moderators see the moderator queue only; admins also see escalations to admins."""
-    assert User(id=1, name="m", role=Role.MODERATOR).queues == ["moderator"]
-    assert User(id=2, name="a", role=Role.ADMIN).queues == ["moderator", "admin"]
+def test_admins_work_every_queue_moderators_theirs_and_the_appeals() -> None:
+    """Moderators see the moderator queue and the appeals; admins also see escalations to
+    admins; a chat server (platform) works no queue."""
+    assert User(id=1, name="m", role=Role.MODERATOR).queues == ["moderator", "appeals"]
+    assert User(id=2, name="a", role=Role.ADMIN).queues == ["moderator", "admin", "appeals"]
+    assert User(id=3, name="p", role=Role.PLATFORM).queues == []
 
 
 def test_every_action_has_a_strike_weight() -> None:

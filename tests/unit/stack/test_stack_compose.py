@@ -206,7 +206,14 @@ def test_topic_job_creates_the_settings_topics(compose: dict[str, Any]) -> None:
     """The topic job creates every topic named in KafkaSettings."""
     script = "\n".join(compose["services"]["kafka-topics"]["command"])
     kafka = KafkaSettings()
-    for topic in (kafka.input_topic, kafka.dlq_topic, kafka.verdict_topic, kafka.decision_topic):
+    for topic in (
+        kafka.input_topic,
+        kafka.dlq_topic,
+        kafka.verdict_topic,
+        kafka.decision_topic,
+        kafka.appeal_topic,
+        kafka.appeal_dlq_topic,
+    ):
         assert f"{topic}:" in script
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,8 +17,10 @@ import pytest
 from structlog.testing import capture_logs
 
 import worker.command as command_module
+from engine.stores.carried_marks import CarriedMarks
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.verdict_codec import VerdictRowKey
 from worker.app import Worker, WorkerFailed
 from worker.batcher import Batch
 from worker.breaker import BreakerState
@@ -74,6 +76,13 @@ class FakeVerdicts:
     """The verdict store: only its start-up step is reached (the processor is a fake)."""
 
     async def ensure_partitions(self) -> None:
+        return None
+
+
+class FakeMarker:
+    """The verdict outbox as the carried marks send a lone mark: nothing to mark here."""
+
+    async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None:
         return None
 
 
@@ -292,6 +301,7 @@ class Rig:
             database=self.database,  # type: ignore[arg-type]
             verdicts=FakeVerdicts(),  # type: ignore[arg-type]
             outbox=object(),  # type: ignore[arg-type]
+            marks=CarriedMarks(FakeMarker()),
             publisher=self.publisher,  # type: ignore[arg-type]
             inference=self.inference,
             rules=RuleStage(RuleEngine(default_ruleset()), metrics),

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from common.publishing import PublishError
+from engine.stores.database import StoreError
 from worker.failpoints import FAILPOINT_NAMES, FailpointError, FailpointRaised, Failpoints
 from worker.inference import InferenceError
-from worker.stores.database import StoreError
 
 
 class Recorder:

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from common.api_tokens import digest
+from engine.stores.policy_applications import Applied, NotAnAdmin, PolicyApplication
 from modstream.cli import main
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import PolicyFileError, load_policy_file
 from worker import policy_command
 from worker.policy_apply import apply_proposal, read_proposal
-from worker.stores.policy_applications import Applied, NotAnAdmin, PolicyApplication
 
 TOKEN = "msr_admin-token"
 AT = datetime(2026, 12, 7, 9, 30, tzinfo=UTC)

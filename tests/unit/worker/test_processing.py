@@ -11,6 +11,8 @@ import pytest
 
 import worker.processing as processing_module
 from common.publishing import PublishError
+from engine.stores.database import StoreError, StoreUnavailable
+from engine.stores.verdict_batches import VerdictBatch
 from pipelines.canonical import canonicalize
 from pipelines.decode import DecodeError, DecodeErrorCode
 from pipelines.messages import ChatMessage, SourcePosition
@@ -24,8 +26,6 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
-from worker.stores.database import StoreError, StoreUnavailable
-from worker.stores.verdict_batches import VerdictBatch
 from worker.work import Work
 
 TOPIC = "chat.messages"

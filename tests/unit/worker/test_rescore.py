@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 import orjson
 import pytest
 
+from engine.stores.pending_texts import PendingRow, RescoreRejection
+from engine.stores.review_items import Escalation
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleAction, RuleHit, Severity
@@ -17,8 +19,6 @@ from pipelines.verdict_factory import MessageFacts
 from worker.inference import InferenceRejected, InferenceResult, InferenceUnavailable
 from worker.policy_stage import PolicyStage
 from worker.rescore import Rescorer
-from worker.stores.pending_texts import PendingRow, RescoreRejection
-from worker.stores.review_items import Escalation
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))

@@ -11,9 +11,9 @@ from typing import Any
 import asyncpg
 import pytest
 
+from engine.stores.database import StoreUnavailable
 from worker.metrics import Metrics
 from worker.rollup_refresh import RollupRefresher
-from worker.stores.database import StoreUnavailable
 
 
 class _AwayDatabase:

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from prometheus_client import CollectorRegistry
 
+from engine.stores.database import StoreUnavailable
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
@@ -21,7 +22,6 @@ from worker.inference import InferenceRejected, InferenceResult, InferenceUnavai
 from worker.metrics import Metrics
 from worker.policy_stage import PolicyStage
 from worker.shadow import ShadowItem, ShadowScorer
-from worker.stores.database import StoreUnavailable
 
 SENT_AT = datetime(2026, 12, 4, 9, 0, tzinfo=UTC)
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))

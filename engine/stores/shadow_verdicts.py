@@ -13,9 +13,9 @@ from collections.abc import Sequence
 
 import orjson
 
+from engine.stores.arrays import position_arrays
+from engine.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 from pipelines.verdict import Verdict
-from worker.stores.arrays import position_arrays
-from worker.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 
 __all__ = ["ShadowVerdictStore"]
 

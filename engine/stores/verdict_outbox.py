@@ -1,9 +1,10 @@
 """Verdict rows as an outbox: those not yet published, and marking them published.
 
 A ``verdicts`` row carries ``published``: false when stored, true once Kafka acknowledged its
-record. The stream and the re-scorer mark what they published; the outbox relay reads what is
-still unpublished after a while and sends it again. A mark is a statement of its own, or
-(:meth:`VerdictOutboxStore.mark_part`) one part of another.
+record. The re-scorer and the relay mark what they published here, each mark a statement of its
+own; the stream and the online service carry theirs on their next verdict write instead
+(``engine.stores.carried_marks``), and send here only what no write carried. The outbox relay
+reads what is still unpublished after a while and sends it again.
 """
 
 from __future__ import annotations
@@ -12,17 +13,11 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from engine.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
+from engine.stores.published_marks import mark_part
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["VerdictOutboxStore"]
-
-_MARK_PUBLISHED = """
-UPDATE verdicts v SET published = true
-FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[]) AS x(t, p, o, s)
-WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
-  AND v.sent_at = x.s AND NOT v.published
-"""
 
 _SELECT_UNPUBLISHED = """
 SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
@@ -46,23 +41,11 @@ class VerdictOutboxStore:
     def __init__(self, database: Database) -> None:
         self._database = database
 
-    @staticmethod
-    def mark_part(keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
-        """The mark of ``keys`` as a statement and its arguments, also usable as one part of
-        another statement (``worker.stores.one_statement``: the online service's verdict write
-        carries the marks of what it published before, ``online.carried_marks``)."""
-        return _MARK_PUBLISHED, [
-            [k[0].topic for k in keys],
-            [k[0].partition for k in keys],
-            [k[0].offset for k in keys],
-            [k[1] for k in keys],
-        ]
-
     async def mark_published(self, keys: Sequence[VerdictRowKey]) -> None:
         """Mark the rows of ``keys`` published (rows already marked are left alone)."""
         if not keys:
             return
-        sql, args = self.mark_part(keys)
+        sql, args = mark_part(keys)
         pool = self._database.pool()
         try:
             await pool.execute(sql, *args)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from engine.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import scores_from_json
-from worker.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 
 __all__ = ["ModeratorDecision", "ModeratorDecisionStore"]
 

@@ -1,4 +1,4 @@
-"""Tests for worker.stores without a database: the SQL's columns and the arrays they take."""
+"""Tests for engine.stores without a database: the SQL's columns and the arrays they take."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
+from engine.stores import pending_texts, verdict_batches
+from engine.stores.arrays import position_arrays, verdict_arrays
+from engine.stores.database import Database, StoreUnavailable
+from engine.stores.pending_texts import PendingText, pending_text_arrays
+from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from engine.stores.strikes import StrikeStore
+from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.messages import SourcePosition
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 from pipelines.verdict_codec import VERDICT_COLUMNS, verdict_row
-from worker.stores import pending_texts, verdict_batches
-from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import Database, StoreUnavailable
-from worker.stores.pending_texts import PendingText, pending_text_arrays
-from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
-from worker.stores.strikes import StrikeStore
-from worker.stores.verdict_outbox import VerdictOutboxStore
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from common.strikes import active_strikes, strikes_as_of
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
+from engine.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["StrikeStore"]
 

@@ -22,6 +22,15 @@ from typing import Any
 
 import orjson
 
+from engine.stores.arrays import position_arrays, verdict_arrays
+from engine.stores.database import (
+    STORE_DRIVER_ERRORS,
+    UNAVAILABLE_ERRORS,
+    Database,
+    StoreUnavailable,
+    store_failure,
+)
+from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 from pipelines.messages import SourcePosition
 from worker.rescan_plan import OffsetRange, RescanPlan, StoredDecision
 from worker.rescan_review import (
@@ -31,15 +40,6 @@ from worker.rescan_review import (
     ReviewState,
     item_action,
 )
-from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import (
-    STORE_DRIVER_ERRORS,
-    UNAVAILABLE_ERRORS,
-    Database,
-    StoreUnavailable,
-    store_failure,
-)
-from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 
 __all__ = ["RescanStore"]
 

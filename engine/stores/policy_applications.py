@@ -16,7 +16,7 @@ from datetime import datetime
 import asyncpg
 import orjson
 
-from worker.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
+from engine.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
 
 __all__ = ["Applied", "NotAnAdmin", "PolicyApplication", "PolicyApplicationStore"]
 

@@ -1,4 +1,4 @@
-"""Tests for worker.stores.one_statement and the batch write it builds: one statement per batch."""
+"""Tests for engine.stores.one_statement and the batch write it builds: one statement per batch."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from datetime import UTC, datetime
 
 import pytest
 
+from engine.stores.one_statement import one_statement, shift_placeholders
+from engine.stores.pending_texts import PendingText
+from engine.stores.review_items import Escalation
+from engine.stores.verdict_batches import DeadLetter, VerdictBatch, batch_parts
 from pipelines.messages import SourcePosition
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
-from worker.stores.one_statement import one_statement, shift_placeholders
-from worker.stores.pending_texts import PendingText
-from worker.stores.review_items import Escalation
-from worker.stores.verdict_batches import DeadLetter, VerdictBatch, batch_parts
 
 SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 

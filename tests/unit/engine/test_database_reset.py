@@ -1,4 +1,4 @@
-"""worker.stores.database: the pool's reset on checkout, default or light (online service)."""
+"""engine.stores.database: the pool's reset on checkout, default or light (online service)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
-from worker.stores import database as database_module
-from worker.stores.database import Database, keep_session
+from engine.stores import database as database_module
+from engine.stores.database import Database, keep_session
 
 
 class PoolArgs:

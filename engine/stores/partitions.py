@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
+from engine.stores.database import UNAVAILABLE_ERRORS, Database, StoreUnavailable
 
 __all__ = ["ensure_verdict_partitions"]
 

@@ -1,11 +1,12 @@
-"""The worker's PostgreSQL connection pool, and the errors every store raises.
+"""The PostgreSQL connection pool of the moderating services, and the errors every store raises.
 
 Driver errors are classified by type (:func:`store_failure`): those that mean "Postgres is away"
 become :class:`StoreUnavailable` (retried until it returns); everything Postgres or the driver
-refuses about the data itself becomes a plain :class:`StoreError` (the batch is isolated, never
-retried forever). asyncpg raises some refusals on the client side, before anything reaches the
-server, as subclasses of its ``InterfaceError`` (which otherwise means a lost connection): those
-are listed in :data:`CLIENT_REJECTED_ERRORS` and checked first.
+refuses about the data itself becomes a :class:`StoreError` (the batch is isolated, never
+retried forever), a :class:`StoreConflict` when it is a unique constraint. asyncpg raises
+some refusals on the client side, before anything reaches the server, as subclasses of its
+``InterfaceError`` (which otherwise means a lost connection): those are listed in
+:data:`CLIENT_REJECTED_ERRORS` and checked first.
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ import asyncpg
 from asyncpg.exceptions import _base as asyncpg_base
 
 from common.settings import PostgresSettings
-from worker.errors import WorkerError
+from engine.errors import EngineError
 
 __all__ = [
     "CLIENT_REJECTED_ERRORS",
     "STORE_DRIVER_ERRORS",
     "UNAVAILABLE_ERRORS",
     "Database",
+    "StoreConflict",
     "StoreError",
     "StoreUnavailable",
     "keep_session",
@@ -30,8 +32,17 @@ __all__ = [
 ]
 
 
-class StoreError(WorkerError):
+class StoreError(EngineError):
     """Postgres refused an operation (a constraint, a bad value): retrying will not help."""
+
+
+class StoreConflict(StoreError):
+    """A unique constraint refused a row: ``constraint`` names it, so a caller that expects a
+    conflict on one constraint (the online claims, ``online.claimed_writes``) can tell it apart."""
+
+    def __init__(self, message: str, constraint: str | None) -> None:
+        super().__init__(message)
+        self.constraint = constraint
 
 
 class StoreUnavailable(StoreError):
@@ -80,6 +91,8 @@ def store_failure(exc: BaseException, action: str) -> StoreError:
         return StoreError(f"{action} rejected: {type(exc).__name__}")
     if isinstance(exc, UNAVAILABLE_ERRORS):
         return StoreUnavailable(f"{action} failed: {type(exc).__name__}")
+    if isinstance(exc, asyncpg.UniqueViolationError):
+        return StoreConflict(f"{action} rejected: {exc.sqlstate}", exc.constraint_name)
     if isinstance(exc, asyncpg.PostgresError):
         return StoreError(f"{action} rejected: {exc.sqlstate}")
     return StoreError(f"{action} rejected: {type(exc).__name__}")
@@ -92,7 +105,7 @@ async def keep_session(connection: asyncpg.Connection[Any]) -> None:
 
 
 class Database:
-    """One asyncpg pool shared by the worker's stores; ``start`` before use, ``stop`` after.
+    """One asyncpg pool shared by a service's stores; ``start`` before use, ``stop`` after.
 
     ``light_reset``: a returned connection is not sent asyncpg's reset query
     (:func:`keep_session`); the online service, whose every call checks a connection out, uses it.

@@ -17,18 +17,18 @@ from typing import Any
 
 import orjson
 
-from pipelines.messages import SourcePosition
-from pipelines.verdict import Verdict
-from pipelines.verdict_factory import MessageFacts
-from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import (
+from engine.stores.arrays import position_arrays, verdict_arrays
+from engine.stores.database import (
     STORE_DRIVER_ERRORS,
     UNAVAILABLE_ERRORS,
     Database,
     StoreUnavailable,
     store_failure,
 )
-from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from pipelines.messages import SourcePosition
+from pipelines.verdict import Verdict
+from pipelines.verdict_factory import MessageFacts
 
 __all__ = [
     "INSERT_PENDING_TEXTS",

@@ -1,7 +1,12 @@
-"""A batch's verdicts, escalations, dead letters, pending texts and offsets: one transaction.
+"""A batch's verdicts, escalations, dead letters, pending texts and offsets: one statement.
 
-The inserts are sent as the parts of one statement (``worker.stores.one_statement``): one round
-trip per batch instead of one per insert plus ``BEGIN`` and ``COMMIT``, equally atomic.
+This is the one verdict write of both moderating services. The inserts are sent as the parts of
+one statement (``engine.stores.one_statement``): one round trip per batch instead of one per
+insert plus ``BEGIN`` and ``COMMIT``, equally atomic. The same statement carries the published
+marks of verdicts that earlier statements stored and Kafka has since acknowledged
+(``engine.stores.carried_marks``), as its last part: a batch costs one statement, not a write
+and a mark. The online service puts its claims first in the same statement
+(``online.claimed_writes``).
 
 Every insert is idempotent on the record's Kafka coordinates, and the consumer offsets written in
 the same transaction only move forward (``GREATEST``), so replays after a crash or a rebalance
@@ -14,23 +19,29 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pipelines.messages import SourcePosition
-from pipelines.verdict import Verdict
-from worker.offsets import PartitionKey
-from worker.stores.arrays import position_arrays, verdict_arrays
-from worker.stores.database import (
+from engine.stores.arrays import position_arrays, verdict_arrays
+from engine.stores.carried_marks import CarriedMarks
+from engine.stores.database import (
     STORE_DRIVER_ERRORS,
     UNAVAILABLE_ERRORS,
     Database,
     StoreUnavailable,
     store_failure,
 )
-from worker.stores.one_statement import one_statement
-from worker.stores.partitions import ensure_verdict_partitions
-from worker.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
-from worker.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from engine.stores.one_statement import one_statement
+from engine.stores.partitions import ensure_verdict_partitions
+from engine.stores.pending_texts import INSERT_PENDING_TEXTS, PendingText, pending_text_arrays
+from engine.stores.published_marks import mark_part
+from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
+from pipelines.messages import PartitionKey, SourcePosition
+from pipelines.verdict import Verdict
+from pipelines.verdict_codec import VerdictRowKey
 
-__all__ = ["DeadLetter", "VerdictBatch", "VerdictBatchStore", "batch_parts"]
+__all__ = ["DeadLetter", "Part", "VerdictBatch", "VerdictBatchStore", "batch_parts"]
+
+Part = tuple[str, Sequence[Any]]
+"""One part of a statement: SQL numbered from ``$1`` and its arguments
+(``engine.stores.one_statement``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,9 +104,9 @@ WHERE consumer_group = $1 AND topic = $2 AND partition = ANY($3::int[])
 """
 
 
-def batch_parts(batch: VerdictBatch, consumer_group: str) -> list[tuple[str, Sequence[Any]]]:
+def batch_parts(batch: VerdictBatch, consumer_group: str) -> list[Part]:
     """The inserts ``batch`` needs, with their arguments (empty kinds are left out)."""
-    parts: list[tuple[str, Sequence[Any]]] = []
+    parts: list[Part] = []
     if batch.verdicts:
         parts.append((_INSERT_VERDICTS, verdict_arrays(batch.verdicts)))
     if batch.escalations:
@@ -132,24 +143,43 @@ def batch_parts(batch: VerdictBatch, consumer_group: str) -> list[tuple[str, Seq
 
 
 class VerdictBatchStore:
-    """Writes verdict batches with the consumer group's offsets, and reads the offsets back."""
+    """Writes verdict batches with the consumer group's offsets, and reads the offsets back.
 
-    def __init__(self, database: Database, consumer_group: str) -> None:
+    ``marks``: the published marks each write carries (``None``: writes carry none).
+    """
+
+    def __init__(
+        self, database: Database, consumer_group: str, marks: CarriedMarks | None = None
+    ) -> None:
         self._database = database
         self._group = consumer_group
+        self._marks = marks
 
-    async def write(self, batch: VerdictBatch) -> None:
-        """Store the whole batch atomically; raise ``StoreUnavailable`` to be retried, or
-        ``StoreError`` when Postgres or the driver refuses the data (not worth retrying)."""
-        parts = batch_parts(batch, self._group)
+    async def write(self, batch: VerdictBatch, *, first: Sequence[Part] = ()) -> None:
+        """Store the whole batch atomically, as one statement: the parts ``first`` (the online
+        claims), the batch's inserts, then the mark of every row queued in ``marks``. Raise
+        ``StoreUnavailable`` to be retried, or ``StoreError`` when Postgres or the driver
+        refuses the data (not worth retrying; ``StoreConflict`` for a unique constraint). A
+        write that fails marks nothing: its marks go with the next one."""
+        parts = [*first, *batch_parts(batch, self._group)]
+        marked = self._marks.take() if self._marks is not None else []
+        if marked:
+            parts.append(mark_part(marked))
         if not parts:
             return
         sql, args = one_statement(parts)
-        pool = self._database.pool()
         try:
-            await pool.execute(sql, *args)
+            await self._database.pool().execute(sql, *args)
         except STORE_DRIVER_ERRORS as exc:
+            self._put_back(marked)
             raise store_failure(exc, "write") from exc
+        except BaseException:
+            self._put_back(marked)
+            raise
+
+    def _put_back(self, marked: list[VerdictRowKey]) -> None:
+        if self._marks is not None:
+            self._marks.put_back(marked)
 
     async def ensure_partitions(self) -> None:
         """Create the months of ``verdicts`` partitions that writes will need (at start)."""

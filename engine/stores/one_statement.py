@@ -6,8 +6,8 @@ each waiting for Postgres to be scheduled on a busy machine. Joined as the parts
 statement they run in one implicit transaction (all or nothing, as before) in one round trip:
 PostgreSQL executes every data-modifying ``WITH`` part exactly once, whether or not the main
 query reads it. Each part keeps its own ``$1..$n`` numbering here; this module shifts them.
-A part may also be an ``UPDATE`` of rows stored by earlier statements (the online service's
-published marks ride on its next verdict write, ``online.carried_marks``).
+A part may also be an ``UPDATE`` of rows stored by earlier statements (the published marks ride
+on the next verdict write, ``engine.stores.carried_marks``).
 """
 
 from __future__ import annotations

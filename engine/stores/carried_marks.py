@@ -1,49 +1,46 @@
 """Published marks carried by the next verdict write instead of a statement of their own.
 
-Once Kafka has acknowledged a group of online verdicts, their rows are marked ``published``
-(``worker.stores.verdict_outbox``). Sent alone, that mark is one more PostgreSQL round trip for
-every write: at 500 calls/s on the 2-core development box it was about 6 % of the service's
-CPU (BENCHMARKS.md, "Online"). Here the processor's marker only queues the keys; the next
-verdict statement (``online.claimed_writes``) takes them and marks them as one more of its
-parts, in the same round trip. Under load a write follows within milliseconds; a mark no write
-has taken after ``wait_s`` is sent alone (:meth:`CarriedMarks.send_overdue`, called by the
-service's publishing loop, ``online.paced_publishing``), and what is queued when the service
-stops is sent alone after its last publish.
+Once Kafka has acknowledged a group of verdicts, their rows are marked ``published``. Sent
+alone, that mark is one more PostgreSQL statement (and round trip) for every write: the stream
+wrote each batch, then marked it, two statements per batch. Here the processor's marker only
+queues the keys; the next verdict statement (``engine.stores.verdict_batches``, the one write
+of the stream and of the online service) takes them and marks them as its last part, in the same
+round trip and the same transaction. Under load a write follows within milliseconds; a mark no
+write has taken after ``wait_s`` is sent alone (:meth:`CarriedMarks.send_overdue`, called by
+:meth:`CarriedMarks.run` in the stream and by the online service's publishing loop), and what is
+queued when the service stops is sent alone after its last publish.
 
 A mark is only ever late, never wrong: the rows it names were stored by earlier statements and
-published. If the statement carrying it fails, the keys are queued again for the next one; a
-mark lost with PostgreSQL away leaves its rows ``published = false``, and the outbox relay sends
-them again after ``outbox_min_age_s`` (at least once, as after any publish whose mark failed).
+published. If the statement carrying it fails, the keys are queued again for the next one. A
+mark that never lands (PostgreSQL away, or the process killed while it waited) leaves its rows
+``published = false``, and the outbox relay sends them again after ``outbox_min_age_s``: at
+least once, as after any publish whose mark failed, and only those rows.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishedMarker
+from engine.stores.database import StoreError
 from pipelines.verdict_codec import VerdictRowKey
-from worker.stores.database import StoreError
 
-__all__ = ["CarriedMarks", "MarkStore"]
+__all__ = ["CarriedMarks"]
 
 _log = get_logger(__name__)
 
 
-class MarkStore(PublishedMarker[VerdictRowKey], Protocol):
-    """The verdict outbox as the marks use it (``worker.stores.verdict_outbox``)."""
-
-    def mark_part(self, keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]: ...
-
-
 class CarriedMarks:
-    """The processor's published-marker for online rows (see the module docstring)."""
+    """The processor's published-marker for verdict rows (see the module docstring); ``store``
+    sends the marks no write carried (``engine.stores.verdict_outbox``)."""
 
     def __init__(
         self,
-        store: MarkStore,
+        store: PublishedMarker[VerdictRowKey],
         *,
         wait_s: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
@@ -79,10 +76,6 @@ class CarriedMarks:
         self._keys[:0] = keys
         self._since = self._clock() if self._since is None else self._since
 
-    def part(self, keys: Sequence[VerdictRowKey]) -> tuple[str, list[Any]]:
-        """The mark of ``keys`` as one part of a statement (``worker.stores.one_statement``)."""
-        return self._store.mark_part(keys)
-
     async def send_overdue(self) -> None:
         """Send alone what has waited ``wait_s`` without a write to carry it."""
         since = self._since
@@ -101,3 +94,13 @@ class CarriedMarks:
         except StoreError as exc:
             # The rows stay unpublished: the outbox relay sends them again later.
             _log.warning("published_mark_deferred", error=str(exc), items=len(keys))
+
+    async def run(self, done: asyncio.Event) -> None:
+        """Send the overdue marks every ``wait_s`` until ``done`` (the service's batches have
+        all finished), then everything still queued (the stream's loop; the online service's
+        publishing loop calls the two steps itself, after each of its publishes)."""
+        while not done.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done.wait(), self._wait_s)
+            await self.send_overdue()
+        await self.send_alone()

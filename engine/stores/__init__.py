@@ -1,4 +1,4 @@
-"""The worker's PostgreSQL stores, one module per thing stored.
+"""The PostgreSQL stores both moderating services use, one module per thing stored.
 
 ``database`` opens the pool and names the errors; ``verdict_batches`` writes a batch's verdicts,
 escalations, dead letters, pending texts and consumer offsets in one transaction;

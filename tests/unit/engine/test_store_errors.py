@@ -1,4 +1,4 @@
-"""Tests for how worker stores classify driver errors: outage (retry) or rejection (isolate)."""
+"""Tests for how the stores classify driver errors: outage (retry) or rejection (isolate)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 from asyncpg.exceptions import _base as asyncpg_base
 
 import worker.processing as processing_module
+from engine.stores.database import Database, StoreError, StoreUnavailable
+from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
@@ -23,8 +25,6 @@ from worker.metrics import Metrics
 from worker.offsets import OffsetTracker, PartitionKey
 from worker.policy_stage import PolicyStage
 from worker.processing import BatchProcessor
-from worker.stores.database import Database, StoreError, StoreUnavailable
-from worker.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from worker.work import Work
 
 TOPIC = "chat.messages"

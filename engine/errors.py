@@ -1,0 +1,19 @@
+"""The root of the engine's errors (``engine``: what both moderating services run).
+
+Every error the engine raises on purpose is an :class:`EngineError`: today the stores'
+(``engine.stores.database``: ``StoreError`` and its kinds). ``retriable`` says whether the same
+call may succeed later; it is read where the retry is decided (the batch writer retries a
+retriable store error and isolates the rows of any other).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+__all__ = ["EngineError"]
+
+
+class EngineError(Exception):
+    """An error of the engine's parts (see the module docstring)."""
+
+    retriable: ClassVar[bool] = False
