@@ -5,7 +5,10 @@ Each line's digest covers the canonical text (emoji readings included), whether 
 report of received abuse, the quoted and named spans its mention frames find, and every rule
 hit with its spans: a change to any frame, named span, emoji reading or severe category shows.
 ``python -m tests.unit.pipelines.rules.decision_corpus`` writes ``rule_decisions.json`` beside
-this file (run it with the code whose decisions are the reference).
+this file (run it with the code whose decisions are the reference; after a deliberate change of
+the rules, the phrase files or the canonical text, write it again). The record is keyed by each
+line's text, so lines added to a corpus later are not in it and are not checked; one written
+line in three is recorded, to keep the file small.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from pipelines.rules.reports import is_report
 GOLDEN = Path(__file__).with_name("rule_decisions.json")
 _SENT_AT = datetime(2026, 1, 1, tzinfo=UTC)
 DIGEST_HEX = 8
+_TEXT_HEX = 8
+_WRITTEN_EVERY = 3
 
 
 def corpora() -> dict[str, list[str]]:
@@ -41,7 +46,7 @@ def corpora() -> dict[str, list[str]]:
         "default_examples": shipped,
         "adversarial_dev": [json.loads(x)["text"] for x in dev.read_text("utf-8").splitlines()],
         "samples": [json.loads(x)["text"] for x in samples.read_text("utf-8").splitlines()],
-        "written_lines": [line.text for line in written_lines()],
+        "written_lines": [line.text for line in written_lines()[::_WRITTEN_EVERY]],
     }
 
 
@@ -59,11 +64,25 @@ def line_digest(engine: RuleEngine, text: str) -> str:
     return hashlib.sha256(encoded).hexdigest()[:DIGEST_HEX]
 
 
+def text_key(text: str) -> str:
+    """A line's key in the record."""
+    return hashlib.sha256(text.encode()).hexdigest()[:_TEXT_HEX]
+
+
 def digests(engine: RuleEngine) -> dict[str, str]:
-    """Each corpus's line digests, concatenated in line order."""
+    """Each corpus's lines as text key and digest, 16 hex digits a line, in key order."""
     return {
-        name: "".join(line_digest(engine, text) for text in lines)
+        name: "".join(sorted({text_key(t) + line_digest(engine, t) for t in lines}))
         for name, lines in corpora().items()
+    }
+
+
+def recorded(chunks: str) -> dict[str, str]:
+    """A corpus's record as text key -> digest."""
+    step = _TEXT_HEX + DIGEST_HEX
+    return {
+        chunks[i : i + _TEXT_HEX]: chunks[i + _TEXT_HEX : i + step]
+        for i in range(0, len(chunks), step)
     }
 
 

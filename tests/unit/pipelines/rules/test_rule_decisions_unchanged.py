@@ -4,7 +4,9 @@ data files (``pipelines/phrases/``, ``pipelines/rulesets/severe_categories.toml`
 
 ``rule_decisions.json`` was written by ``decision_corpus`` with the code of commit 6b1a094, the
 last before the move: a digest per line of the canonical text, the report reading, the
-mentioned spans and every hit with its spans. A line whose digest differs is named here.
+mentioned spans and every hit with its spans. A line whose digest differs is named here; lines
+added to a corpus since are not in the record. A deliberate change of what the rules decide
+writes the record again (``python -m tests.unit.pipelines.rules.decision_corpus``).
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ import pytest
 
 from pipelines.rules import RuleEngine, default_ruleset
 from tests.unit.pipelines.rules.decision_corpus import (
-    DIGEST_HEX,
     GOLDEN,
     corpora,
     line_digest,
+    recorded,
+    text_key,
 )
 
 BEFORE: dict[str, str] = json.loads(GOLDEN.read_text())
@@ -27,14 +30,10 @@ ENGINE = RuleEngine(default_ruleset())
 
 @pytest.mark.parametrize("corpus", sorted(BEFORE))
 def test_every_line_is_decided_as_before(corpus: str) -> None:
-    lines = corpora()[corpus]
-    before = BEFORE[corpus]
-    assert len(before) == len(lines) * DIGEST_HEX, "the corpus itself changed"
-    changed = [
-        text
-        for index, text in enumerate(lines)
-        if line_digest(ENGINE, text) != before[index * DIGEST_HEX : (index + 1) * DIGEST_HEX]
-    ]
+    before = recorded(BEFORE[corpus])
+    lines = [text for text in corpora()[corpus] if text_key(text) in before]
+    assert len(lines) >= len(before) * 0.9, "most recorded lines are gone: write the record again"
+    changed = [text for text in lines if line_digest(ENGINE, text) != before[text_key(text)]]
     assert changed == []
 
 
