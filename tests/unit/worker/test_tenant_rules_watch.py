@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from pipelines.messages import ChatMessage
-from pipelines.rules import RuleEngine, parse_ruleset
+from pipelines.rules import RuleEngine, default_ruleset, parse_ruleset
 from pipelines.rules.shared_engines import EngineShelf
 from tests.unit.pipelines.rules.layer_files import BASE, LAYER, write
 from worker.metrics import Metrics
+from worker.parts import _tenant_rules
 from worker.rule_stage import RuleStage
+from worker.settings import RulesSettings
 from worker.tenant_rules_watch import TenantRulesWatcher
 
 _SENT_AT = datetime(2026, 5, 1, tzinfo=UTC)
@@ -134,3 +136,16 @@ def test_bad_names_and_bounds_are_refused(stage: RuleStage, tmp_path: Path) -> N
     assert watcher.rejections == 3
     watcher.load_all()
     assert watcher.rejections == 3  # a refused name is reported once
+
+
+def test_the_builder_loads_the_folder_over_the_default_engine(tmp_path: Path) -> None:
+    """``rules.tenants_dir`` wires a watcher whose tenants over the shipped set reuse the
+    default engine's matchers; without it there is none and nothing changes."""
+    stage = RuleStage(RuleEngine(default_ruleset()), Metrics())
+    assert _tenant_rules(RulesSettings(), stage) is None
+    write(tmp_path, "acme.toml", 'extends = "default"\ndisable = ["en.hate.slur"]')
+    watcher = _tenant_rules(RulesSettings(tenants_dir=tmp_path), stage)
+    assert watcher is not None
+    assert stage.engine_for("acme").is_layered
+    assert _hits(stage, "faggot", "acme") == set()
+    assert _hits(stage, "faggot", None) == {"en.hate.slur"}
