@@ -10,6 +10,11 @@ costs (``with_hits`` says how many messages paid it).
 
 The last line is ``rules_msgs_per_s=N target=20000``: messages per second of CPU time of this
 one-threaded process (the wall-clock rate is printed above it; on a shared machine it is lower).
+
+``--tenants N --stacks K`` measures what tenants cost instead (``bench.tenant_rules``): the
+same rules as the base of K distinct layer stacks, N tenant files over them in a tenant folder,
+loaded as the worker loads them, and the same messages evaluated for one tenant and spread over
+all N; the last line is ``tenant_rule_cost_ratio=R start_s=S rss_mb=M``.
 """
 
 from __future__ import annotations
@@ -25,11 +30,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import resources
 
+from bench.tenant_rules import run_tenants
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, parse_ruleset
 
 __all__ = [
     "TARGET_MSGS_PER_S",
+    "base_rules_toml",
     "chat_messages",
     "extra_rules_toml",
     "generated_keywords",
@@ -131,6 +138,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=3.0, help="measuring time")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
+        "--tenants", type=int, default=0, help="tenant files (0: measure one rule set alone)"
+    )
+    parser.add_argument("--stacks", type=int, default=10, help="distinct stacks the tenants use")
+    parser.add_argument(
         "--no-spans",
         action="store_true",
         help="do not locate the hits (RuleHit.spans), to measure what locating costs",
@@ -138,6 +149,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.keywords < 0 or args.regexes < 0 or args.messages < 1 or args.seconds <= 0:
         parser.error("counts must be >= 0 (messages >= 1) and seconds > 0")
+    if args.tenants < 0 or (args.tenants and not 1 <= args.stacks <= args.tenants):
+        parser.error("--tenants must be >= 0 and --stacks between 1 and --tenants")
     return args
 
 
@@ -149,15 +162,22 @@ def _pin_one_core() -> str:
     return f"pinned to cpu {allowed[-1]}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    print(_pin_one_core())
+def base_rules_toml(args: argparse.Namespace) -> str:
+    """The shipped rules and the generated keywords and patterns, as one rule file."""
     base = resources.files("pipelines").joinpath("rulesets/default.toml").read_text("utf-8")
     extra = extra_rules_toml(
         generated_keywords(args.keywords, args.seed), generated_patterns(args.regexes, args.seed)
     )
+    return base + "\n" + extra
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    print(_pin_one_core())
+    if args.tenants:
+        return run_tenants(args, base_rules_toml(args), chat_messages(args.messages, args.seed))
     started = time.perf_counter()
-    engine = RuleEngine(parse_ruleset(base + "\n" + extra), spans=not args.no_spans)
+    engine = RuleEngine(parse_ruleset(base_rules_toml(args)), spans=not args.no_spans)
     print(
         f"rules loaded in {time.perf_counter() - started:.2f}s ({len(engine.ruleset.rules)} rules)"
     )

@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "admin.migrate",
     "worker.command",
     "worker.policy_command",
+    "worker.rules_command",
     "worker.rescan_command",
     "stack.demo",
     "review.command",
@@ -50,6 +51,7 @@ PRODUCTION_COMMANDS: tuple[str, ...] = (
     "rescan",
     "online",
     "policy",
+    "rules",
     "models",
 )
 """The sub-commands the production image offers (its packages: see ``.dockerignore``)."""

@@ -107,6 +107,8 @@ def build_online_parts(
     }
     if parts.rules_watch is not None:
         loops["rules_watch"] = parts.rules_watch.run
+    if parts.tenant_rules_watch is not None:
+        loops["tenant_rules_watch"] = parts.tenant_rules_watch.run
     if parts.policy_watch is not None:
         loops["policy_watch"] = parts.policy_watch.run
     if parts.shadow is not None:

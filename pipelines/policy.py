@@ -80,14 +80,11 @@ from pipelines.errors import PipelineError
 from pipelines.rule_hits import RuleAction, RuleHit, RuleOutcome, Severity
 from pipelines.scores import HARM_LABELS, ModelScores
 from pipelines.severe_harm import (
-    NEVER_BLOCKED,
     REVIEW_PRIORITY_FLOOR,
     SELF_HARM,
     SELF_HARM_INCITEMENT,
-    SEVERE_CATEGORIES,
     THREAT,
-    URGENT_CATEGORIES,
-    is_severe,
+    SevereTable,
 )
 from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
@@ -231,7 +228,8 @@ def decide(
     """The decision for one message; see the module docstring for the exact rules."""
     hits = _by_severity(outcome.hits)
     rule_reasons = tuple(f"rule:{hit.rule_id}" for hit in hits)
-    rule_escalations = [hit for hit in hits if _escalates(hit)]
+    severe = outcome.severe
+    rule_escalations = [hit for hit in hits if _escalates(hit, severe)]
     categories = {hit.category for hit in hits}
     if outcome.is_decisive:
         result = _decisive(hits, rule_reasons, bool(rule_escalations))
@@ -239,9 +237,11 @@ def decide(
         result = _rules_only(hits, rule_reasons, rule_escalations)
     else:
         harms = _harm_signals(scores, thresholds)
-        result = _with_model(hits, rule_reasons, rule_escalations, scores, harms, thresholds)
+        result = _with_model(
+            hits, rule_reasons, rule_escalations, scores, harms, thresholds, severe
+        )
         categories |= {signal.category for signal in harms}
-    return _severe_review(result, categories)
+    return _severe_review(result, categories, severe)
 
 
 def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
@@ -249,19 +249,19 @@ def _by_severity(hits: tuple[RuleHit, ...]) -> tuple[RuleHit, ...]:
     return tuple(sorted(hits, key=lambda hit: -hit.severity))
 
 
-def _escalates(hit: RuleHit) -> bool:
+def _escalates(hit: RuleHit, severe: SevereTable) -> bool:
     return (
         hit.action is RuleAction.ESCALATE
         or hit.severity is Severity.CRITICAL
-        or is_severe(hit.category)
+        or severe.is_severe(hit.category)
     )
 
 
-def _severe_review(result: PolicyResult, categories: set[str]) -> PolicyResult:
+def _severe_review(result: PolicyResult, categories: set[str], severe: SevereTable) -> PolicyResult:
     """The priority floor and the urgent category of severe-harm hits and model harms
-    (module docstring)."""
-    floor = max((REVIEW_PRIORITY_FLOOR.get(category, 0.0) for category in categories), default=0.0)
-    urgent = next((c for c in SEVERE_CATEGORIES if c in URGENT_CATEGORIES & categories), None)
+    (module docstring), by the outcome's table of severe categories."""
+    floor = max((severe.floor(category) for category in categories), default=0.0)
+    urgent = next((c for c in severe.names if c in severe.urgent & categories), None)
     if floor <= result.priority and urgent in (None, result.category):
         return result
     return replace(
@@ -313,6 +313,7 @@ def _with_model(
     scores: ModelScores,
     harms: list[_Signal],
     t: PolicyThresholds,
+    severe: SevereTable,
 ) -> PolicyResult:
     hate = scores.toxicity[2]
     toxic = min(1.0, max(0.0, 1.0 - scores.toxicity[0]))
@@ -334,8 +335,8 @@ def _with_model(
     ]
     decision = max((s.level for s in signals), key=_LEVEL.__getitem__, default=Decision.ALLOW)
     drivers = [s for s in signals if s.level is decision and decision is not Decision.ALLOW]
-    capped = [h.category for h in hits if h.category in NEVER_BLOCKED]
-    capped += [s.category for s in harms if s.category in NEVER_BLOCKED]
+    capped = [h.category for h in hits if h.category in severe.never_blocked]
+    capped += [s.category for s in harms if s.category in severe.never_blocked]
     if decision is Decision.BLOCK and capped:
         decision = Decision.FLAG
         drivers = [s for s in signals if s.level is not Decision.ALLOW]
@@ -366,7 +367,7 @@ def _with_model(
         for hit in escalations
     ]
     # A severe harm escalates as a severe rule hit does, whatever the decision.
-    escalators += [s for s in harms if is_severe(s.category)]
+    escalators += [s for s in harms if severe.is_severe(s.category)]
     model_reasons = [s.reason for s in model_signals]
     if model_escalation is not None:
         escalators.append(model_escalation)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum, StrEnum
 
 from pipelines.errors import PipelineError
+from pipelines.severe_harm import SHIPPED, SevereTable
 
 __all__ = [
     "HitSpan",
@@ -110,6 +111,9 @@ class RuleOutcome:
     """All hits for one message, most severe first."""
 
     hits: tuple[RuleHit, ...] = ()
+    severe: SevereTable = SHIPPED
+    """The severe categories of the rules that made it (a tenant's layer may add some,
+    ``pipelines.rules.layers``): the policy gives their hits the severe treatment."""
 
     @property
     def is_decisive(self) -> bool:

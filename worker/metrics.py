@@ -240,6 +240,11 @@ class Metrics:
         # Both results from zero, so the first rejection is an increase an alert can see.
         for result in ("installed", "rejected"):
             self.rules_reloads_total.labels(result)
+        self.rule_engines = Gauge(
+            "modstream_rule_engines",
+            "Distinct rule engines in use: the default stack's and one per distinct tenant stack.",
+            registry=r,
+        )
         self.policy_reloads_total = Counter(
             "modstream_policy_reloads_total",
             "Policy file reloads, by result (installed or rejected: the thresholds in use stay).",

@@ -49,7 +49,9 @@ from engine.stores.verdict_batches import VerdictBatchStore
 from engine.stores.verdict_outbox import VerdictOutboxStore
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import load_policy_file
-from pipelines.rules import RuleEngine, default_ruleset, load_ruleset
+from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.rules.layers import load_rule_stack
+from pipelines.rules.shared_engines import EngineShelf
 from worker.backpressure import Backpressure
 from worker.batcher import Batch
 from worker.consume import drain_partitions
@@ -85,6 +87,7 @@ from worker.settings import (
 from worker.shadow import ShadowScorer
 from worker.source import KafkaSource, OffsetStore
 from worker.supervisor import Loop, stop_within
+from worker.tenant_rules_watch import TenantRulesWatcher
 from worker.throttle import TokenBucket
 from worker.triton import TritonModerationClient
 from worker.watchers import watch_breaker
@@ -157,6 +160,8 @@ class ModerationParts:
     relay: VerdictOutbox
     rescorer: Rescorer
     rules_watch: RulesWatcher | None
+    tenant_rules_watch: TenantRulesWatcher | None = None
+    """Reloads the tenant folder's rule files (``None``: no folder, or no reloading)."""
     policy_watch: PolicyWatcher | None = None
     shadow: ShadowScorer | None = None
     """Scores every model batch with ``triton.shadow_model_name`` (``None``: no shadow)."""
@@ -234,7 +239,28 @@ def _shadow(
 
 
 def _rule_engine(rules: RulesSettings) -> RuleEngine:
-    return RuleEngine(load_ruleset(rules.path) if rules.path else default_ruleset())
+    """The default stack's engine: ``rules.path`` (a rule file, or a layer over another) or the
+    shipped set."""
+    return RuleEngine(load_rule_stack(rules.path).ruleset if rules.path else default_ruleset())
+
+
+def _tenant_rules(rules: RulesSettings, stage: RuleStage) -> TenantRulesWatcher | None:
+    """The tenant folder's rules, loaded into ``stage`` now (a tenant file that does not load
+    is refused and logged; the others and the default still start), and its watch; ``None``
+    without ``rules.tenants_dir``."""
+    if rules.tenants_dir is None:
+        return None
+    shelf = EngineShelf(rules.max_stacks)
+    shelf.add(stage.engine)
+    watch = TenantRulesWatcher(
+        rules.tenants_dir,
+        rules.reload_interval_s,
+        stage,
+        shelf,
+        max_tenants=rules.max_tenants,
+    )
+    watch.load_all()
+    return watch
 
 
 def build_parts(
@@ -256,6 +282,7 @@ def build_parts(
     marks = CarriedMarks(outbox, wait_s=rel.published_mark_wait_s)
     rules = RuleStage(_rule_engine(settings.rules), metrics)
     policy, policy_watch = _policy(settings, metrics)
+    tenant_watch = _tenant_rules(settings.rules, rules)
     watch = None
     if settings.rules.path is not None and settings.rules.reload_interval_s > 0:
         watch = RulesWatcher(
@@ -296,6 +323,7 @@ def build_parts(
             on_rejected=metrics.rescore_rejected_total.inc,
         ),
         rules_watch=watch,
+        tenant_rules_watch=tenant_watch if settings.rules.reload_interval_s > 0 else None,
         policy_watch=policy_watch,
         shadow=_shadow(settings, metrics, database, policy),
     )
@@ -495,6 +523,8 @@ def _stream_loops(
     }
     if parts.rules_watch is not None:
         loops["rules_watch"] = parts.rules_watch.run
+    if parts.tenant_rules_watch is not None:
+        loops["tenant_rules_watch"] = parts.tenant_rules_watch.run
     if settings.rollups.refresh_interval_s > 0:
         refresher = RollupRefresher(
             parts.database,

@@ -1,6 +1,8 @@
 """Reload the rule file without a restart: watch its mtime, swap the engine when it parses.
 
-A new file that fails to load (bad TOML, a regex RE2 cannot compile, a duplicate id) is rejected
+The file may be a layer over another (``pipelines.rules.layers``; only the file itself is watched,
+not those it extends). A new file that fails to load (bad TOML, a regex RE2 cannot compile, a
+duplicate id, a layer's unknown rule id) is rejected
 with a ``rules_reload_rejected`` log naming the problem, and the running engine stays as it was.
 The file is read and compiled off the event loop, so heartbeats keep running
 (``worker.file_watch``, shared with the policy file's watch).
@@ -12,14 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pipelines.rules import RuleEngine, RuleLoadError, load_ruleset
+from pipelines.rules import RuleEngine, RuleLoadError
+from pipelines.rules.layers import load_rule_stack
 from worker.file_watch import FileWatcher
 
 __all__ = ["RulesWatcher"]
 
 
 def _build(path: Path) -> RuleEngine:
-    return RuleEngine(load_ruleset(path))
+    return RuleEngine(load_rule_stack(path).ruleset)
 
 
 def _describe(engine: RuleEngine) -> dict[str, Any]:

@@ -182,6 +182,15 @@ class RulesSettings(Section):
     """How often the worker checks the rule file's mtime and reloads it (0 = never)."""
     strikes_ttl_s: float = Field(default=30.0, ge=0)
     """How long a sender's stored strike total (moderators' decisions) is cached for the rules."""
+    tenants_dir: Path | None = None
+    """A folder of tenant rule files, ``<tenant id>.toml`` each (usually a layer that
+    ``extends = "default"``), watched like ``path`` every ``reload_interval_s``; ``None``: every
+    message uses the default stack (``path``, or the shipped set)."""
+    max_tenants: int = Field(default=10_000, ge=1)
+    """The most tenant rule files loaded; files past it (by name) are refused."""
+    max_stacks: int = Field(default=32, ge=1)
+    """The most distinct rule engines (the default's included); a tenant file that would need
+    one more is refused and the tenant keeps the rules it had."""
 
 
 class PolicyFileSettings(Section):

@@ -12,49 +12,52 @@ hears ``马`` in ``你马没了`` as the keyword ``你妈没了``. Only pictures
 listed, not the emoji people use as separators (``🔥``, ``💥``, ``⭐``, hearts, faces): ``傻🔥逼``
 still reads ``傻逼``. Emoji in Latin text (``i love my 🐶``) are left alone.
 
-The table is written here because no packaged data gives these readings: Unicode's Chinese
-annotations name 💀 "骷髅" and 🌿 "药草", not the 死 and 草 chat means by them.
+The table is data, ``pipelines/phrases/emoji_han.toml``, with its provenance and examples (no
+packaged data gives these readings: Unicode's Chinese annotations name 💀 "骷髅" and 🌿 "药草",
+not the 死 and 草 chat means by them); this module keeps the mechanism.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from importlib import resources
+from types import MappingProxyType
 
 from pipelines.canonical.scripts import HAN_CLASS
+from pipelines.data_files import DataFile, DataFileError, keyed_table, read_data_file
 
-__all__ = ["EMOJI_HAN", "read_emoji_words"]
+__all__ = ["EMOJI_HAN", "read_emoji_table", "read_emoji_words"]
 
-EMOJI_HAN: dict[str, str] = {
-    "\U0001f437": "猪",  # pig face
-    "\U0001f416": "猪",  # pig
-    "\U0001f43d": "猪",  # pig nose
-    "\U0001f436": "狗",  # dog face
-    "\U0001f415": "狗",  # dog
-    "\U0001f434": "马",  # horse face
-    "\U0001f40e": "马",  # horse
-    "\U0001f414": "鸡",  # chicken
-    "\U0001f413": "鸡",  # rooster
-    "\U0001f42e": "牛",  # cow face
-    "\U0001f402": "牛",  # ox
-    "\U0001f404": "牛",  # cow
-    "\U0001f40d": "蛇",  # snake
-    "\U0001f412": "猴",  # monkey
-    "\U0001f435": "猴",  # monkey face
-    "\U0001f42d": "鼠",  # mouse face
-    "\U0001f400": "鼠",  # rat
-    "\U0001f422": "龟",  # turtle
-    "\U0001f41b": "虫",  # bug
-    "\U0001f986": "鸭",  # duck
-    "\U0001f480": "死",  # skull
-    "\u2620": "死",  # skull and crossbones
-    "\U0001f52a": "刀",  # kitchen knife
-    "\U0001f52b": "枪",  # pistol
-    "\U0001f4a3": "炸",  # bomb
-    "\U0001f33f": "草",  # herb
-    "\U0001f4a9": "屎",  # pile of poo
-    "\U0001f47b": "鬼",  # ghost
-    "\U0001f4b0": "钱",  # money bag
-}
+_ENTRY_KEYS = frozenset({"emoji", "reads", "name"})
+
+
+def read_emoji_table(data: DataFile) -> dict[str, str]:
+    """Emoji -> character from a read ``emoji_han.toml``; :class:`DataFileError` if an entry is
+    not one emoji reading as one Han character, or an emoji is listed twice."""
+    entries = data.body.get("emoji")
+    if not isinstance(entries, list) or not entries:
+        raise DataFileError(data.name, "'emoji' must be a non-empty array of tables")
+    found: dict[str, str] = {}
+    for position, raw in enumerate(entries):
+        entry = keyed_table(data.name, raw, f"emoji[{position}]", _ENTRY_KEYS)
+        emoji, reads = entry.get("emoji"), entry.get("reads")
+        if not isinstance(emoji, str) or not emoji or emoji.isascii():
+            raise DataFileError(data.name, f"emoji[{position}].emoji must be an emoji")
+        if not isinstance(reads, str) or not _ONE_HAN.fullmatch(reads):
+            raise DataFileError(data.name, f"emoji[{position}].reads must be one Han character")
+        if emoji in found:
+            raise DataFileError(data.name, f"emoji[{position}] is listed twice")
+        found[emoji] = reads
+    return found
+
+
+_ONE_HAN = re.compile(HAN_CLASS)
+EMOJI_HAN: Mapping[str, str] = MappingProxyType(
+    read_emoji_table(
+        read_data_file(resources.files("pipelines").joinpath("phrases", "emoji_han.toml"))
+    )
+)
 """Emoji -> the character it is written for."""
 
 _EMOJI = "(?:" + "|".join(sorted(map(re.escape, EMOJI_HAN), key=len, reverse=True)) + ")"

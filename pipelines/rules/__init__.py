@@ -1,7 +1,9 @@
 """The rule engine: TOML rule sets of keyword, regex and user-profile rules.
 
 Build a ``RuleEngine`` once from ``default_ruleset()`` or ``load_ruleset(path)`` and call
-``evaluate(message)`` per message; it is pure and holds no per-message state.
+``evaluate(message)`` per message; it is pure and holds no per-message state. A rule file that
+``extends`` another (a layer) is loaded with ``pipelines.rules.layers.load_rule_stack``; tenants'
+engines are shared through ``pipelines.rules.shared_engines``.
 """
 
 from pipelines.rules.config import (

@@ -7,7 +7,7 @@ readings (``k1ll y0u`` reads ``kill you``); keywords have their own readings (se
 A rule's hit that lies only in an exempt span (``exempt``, keyword rules: an ordinary sense such
 as "a chink in the armour") or only in a quoted mention ("someone wrote 'i'll stab you' under my
 post", ``pipelines.rules.mentions``) does not count: the text is matched again with those spans
-blanked. Rules of the urgent categories (``pipelines.severe_harm.URGENT_CATEGORIES``: self-harm,
+blanked. Rules of the urgent categories (the stack's ``SevereTable``; shipped: self-harm,
 minors) keep their hits in mentions too, since someone may be in danger. A message that reports
 abuse its writer received (``pipelines.rules.reports``) also loses the hits of rules marked
 ``yields_to_reports``; the model decides it.
@@ -36,7 +36,8 @@ from pipelines.rules.mentions import blank_spans, mentioned_spans
 from pipelines.rules.patterns import PatternMatcher
 from pipelines.rules.profile import ProfileMatcher
 from pipelines.rules.reports import is_report
-from pipelines.severe_harm import URGENT_CATEGORIES
+from pipelines.rules.shared_matchers import LayeredKeywords, LayeredPatterns
+from pipelines.severe_harm import SHIPPED, SevereTable
 
 __all__ = ["RuleEngine"]
 
@@ -55,26 +56,54 @@ class RuleEngine:
         "_hits",
         "_keyword_exempt",
         "_keywords",
+        "_no_hits",
         "_patterns",
         "_profile",
         "_spans_wanted",
         "_urgent",
         "_yielding",
         "ruleset",
+        "severe",
     )
 
-    def __init__(self, ruleset: RuleSet, *, spans: bool = True) -> None:
+    def __init__(
+        self,
+        ruleset: RuleSet,
+        *,
+        spans: bool = True,
+        base: RuleEngine | None = None,
+        severe: SevereTable = SHIPPED,
+    ) -> None:
         """``spans``: locate each hit (``RuleHit.spans``); off only to measure what it costs
-        (``python -m bench.rules --no-spans``)."""
+        (``python -m bench.rules --no-spans``). ``base``: an engine whose keyword and regex
+        matchers this one reuses for the rules it keeps unchanged (a tenant's stack over the
+        default, ``pipelines.rules.shared_matchers``); its hits are the same either way.
+        ``severe``: the severe categories of its stack (a layer may add some): their rules keep
+        their hits in mentions when urgent, and the outcomes carry the table to the policy."""
         self.ruleset = ruleset
+        self.severe = severe
+        self._no_hits = RuleOutcome(severe=severe)
         self._spans_wanted = spans
         enabled = ruleset.enabled
-        self._keywords = KeywordMatcher([r for r in enabled if isinstance(r, KeywordRule)])
-        self._patterns = PatternMatcher([r for r in enabled if isinstance(r, RegexRule)])
+        keywords = [r for r in enabled if isinstance(r, KeywordRule)]
+        regexes = [r for r in enabled if isinstance(r, RegexRule)]
+        self._keywords: KeywordMatcher | LayeredKeywords
+        self._patterns: PatternMatcher | LayeredPatterns
+        if base is None:
+            self._keywords = KeywordMatcher(keywords)
+            self._patterns = PatternMatcher(regexes)
+        else:
+            below = base.ruleset.enabled
+            self._keywords = LayeredKeywords(
+                keywords, base.keyword_matcher, [r for r in below if isinstance(r, KeywordRule)]
+            )
+            self._patterns = LayeredPatterns(
+                regexes, base.pattern_matcher, [r for r in below if isinstance(r, RegexRule)]
+            )
         self._profile = ProfileMatcher([r for r in enabled if isinstance(r, ProfileRule)])
         self._yielding = frozenset(rule.meta.id for rule in enabled if rule.meta.yields_to_reports)
         self._urgent = frozenset(
-            rule.meta.id for rule in enabled if rule.meta.category in URGENT_CATEGORIES
+            rule.meta.id for rule in enabled if rule.meta.category in severe.urgent
         )
         self._keyword_exempt = {
             rule.meta.id: compile_re2("|".join(f"(?:{span})" for span in rule.exempt))
@@ -92,6 +121,25 @@ class RuleEngine:
             )
             for rule in enabled
         }
+
+    @property
+    def keyword_matcher(self) -> KeywordMatcher:
+        """The keyword matcher an engine over this one may share (its own, not layered)."""
+        if isinstance(self._keywords, LayeredKeywords):
+            raise ValueError("a layered engine's matchers are not shared further")
+        return self._keywords
+
+    @property
+    def pattern_matcher(self) -> PatternMatcher:
+        """The regex matcher an engine over this one may share (its own, not layered)."""
+        if isinstance(self._patterns, LayeredPatterns):
+            raise ValueError("a layered engine's matchers are not shared further")
+        return self._patterns
+
+    @property
+    def is_layered(self) -> bool:
+        """Whether this engine reuses another's matchers."""
+        return isinstance(self._keywords, LayeredKeywords)
 
     def evaluate(self, message: ChatMessage, canonical: CanonicalText | None = None) -> RuleOutcome:
         """All matching rules, deduplicated by id, most severe first (then block, escalate,
@@ -111,13 +159,13 @@ class RuleEngine:
         if ids & self._yielding and is_report(canonical.text):
             ids -= self._yielding
         if not ids:
-            return _NO_HITS
+            return self._no_hits
         spans = self._spans(message.text, canonical, ids, mentioned) if self._spans_wanted else {}
         hits = sorted(
             (replace(self._hits[rule_id], spans=spans.get(rule_id, ())) for rule_id in ids),
             key=lambda hit: (-hit.severity, _ACTION_RANK[hit.action], hit.rule_id),
         )
-        return RuleOutcome(hits=tuple(hits))
+        return RuleOutcome(hits=tuple(hits), severe=self.severe)
 
     def _spans(
         self, raw: str, canonical: CanonicalText, ids: set[str], mentioned: list[HitSpan]
@@ -180,9 +228,6 @@ class RuleEngine:
             ):
                 ids.discard(rule_id)
         return ids
-
-
-_NO_HITS = RuleOutcome()
 
 
 def _merged(spans: list[HitSpan]) -> tuple[HitSpan, ...]:

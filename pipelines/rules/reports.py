@@ -9,7 +9,8 @@ to the model, which is trained on reports as benign (the report families of
 Block rules, severe-harm rules and every rule without the key are never affected.
 
 A report is recognised by its frame, searched in the canonical text (case-folded, Simplified
-Chinese, see ``pipelines.canonical``):
+Chinese, see ``pipelines.canonical``); the frames are data, ``pipelines/phrases/reports.toml``,
+each with its examples:
 
 - English: someone *called me* / *keeps calling me* / *i was called* / *said i'm* / *told me
   to* / *told me i should* / *sent me* / *keeps dming me*, or asking *how (do|can|should) i
@@ -26,34 +27,13 @@ from __future__ import annotations
 
 import re2
 
+from pipelines.rules.phrase_patterns import joined_alternatives, phrase_file
+
 __all__ = ["is_report"]
 
-_EN = (
-    r"\b(?:called|calls|calling) me\b",
-    r"\b(?:i was|i got|i get|i keep getting|i kept getting|being|been) called\b",
-    r"\bsaid (?:that )?(?:i'?m|i am|i was)\b",
-    r"\b(?:told|tells|telling|keeps telling) me to\b",
-    r"\b(?:told|tells|telling|keeps telling|kept telling) me (?:that )?i (?:should|need to"
-    r"|ought to|must|deserve to)\b",
-    r"\b(?:sent|sends|sending|dm'?d|dm'?ing|dms|messaged|messaging|pm'?d|pm'?ing|texted|texting)"
-    r" me\b",
-    r"\bhow (?:do|can|should) i (?:report|block)\b",
-    r"\b(?:reported|blocked) (?:him|her|them|this user|that user|the user|this account)\b",
+_FRAME = re2.compile(
+    joined_alternatives(phrase_file("reports.toml").patterns("report_en", "report_zh"))
 )
-_ZH = (
-    r"骂我",
-    r"说我是",
-    r"叫我去",
-    r"私信我",
-    r"收到.{0,12}(?:邀请|私信|消息|照片|短信)",
-    r"怎么举报",
-    r"(?:已经|已)(?:举报|拉黑)",
-    r"被人骂",
-    r"被[^,.!?;]{0,4}(?:叫|说成|叫成|骂成)",
-    r"骂(?:粉丝|观众|别人|人家|网友|路人|残疾|我的|我家|我朋友|我哥|我姐|我妈|我爸)",
-    r"骂人的话",
-)
-_FRAME = re2.compile("|".join(f"(?:{p})" for p in _EN + _ZH))
 
 
 def is_report(canonical_text: str) -> bool:
