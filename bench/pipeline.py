@@ -68,6 +68,7 @@ from common.kafka_client import kafka_client_kwargs
 from common.settings import KafkaSettings, project_root
 from engine.stores.database import Database
 from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.triton import TritonModerationClient
 from pipelines.decode import decode_message
 from pipelines.messages import SourcePosition
 from pipelines.rules import RuleEngine, default_ruleset
@@ -76,7 +77,6 @@ from stack import private_triton
 from stack.samples import SampleRecord, load_texts, produce
 from stack.settings import StackSettings, StackToolSettings
 from worker.settings import WorkerSettings
-from worker.triton import TritonModerationClient
 
 _PARTITIONS = 4
 _BENCH_HTTP_PORT = 18089

@@ -6,7 +6,7 @@ A tenant folder is written to a temporary directory as an operator would: the ba
 overridden, one small keyword rule of its own with its examples); and N tenant files
 ``t<n>.toml`` that each extend one stack (tenant n uses stack n mod K) and differ in a comment,
 so the N files are N distinct files. The folder is loaded as the worker loads it
-(``worker.tenant_rules_watch``: every layer parsed, one engine per distinct stack reusing the
+(``engine.tenant_rules_watch``: every layer parsed, one engine per distinct stack reusing the
 base engine's matchers for the rules it keeps, as the worker's reuse the default's), timed from
 nothing to ready: ``start_s``, with the process's resident memory after it, ``rss_mb``.
 
@@ -28,12 +28,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.metrics import Metrics
+from engine.rule_stage import RuleStage
+from engine.tenant_rules_watch import TenantRulesWatcher
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, parse_ruleset
 from pipelines.rules.shared_engines import EngineShelf, resident_bytes
-from worker.metrics import Metrics
-from worker.rule_stage import RuleStage
-from worker.tenant_rules_watch import TenantRulesWatcher
 
 __all__ = ["TARGET_RATIO", "run_tenants", "stack_layer_toml", "write_tenant_folder"]
 

@@ -27,10 +27,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.pipeline import chat_records, free_ports
 from common.settings import project_root
+from engine.settings import TritonSettings
+from engine.triton import TritonModerationClient
 from stack import private_triton
 from stack.settings import StackSettings
-from worker.settings import TritonSettings, WorkerSettings
-from worker.triton import TritonModerationClient
+from worker.settings import WorkerSettings
 
 __all__ = ["TritonLoad", "measure"]
 

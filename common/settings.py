@@ -2,7 +2,7 @@
 
 Every field can be set from the environment with the ``MODSTREAM_`` prefix and ``__`` between
 section and field, e.g. ``MODSTREAM_KAFKA__BOOTSTRAP_SERVERS=kafka:9092`` or
-``MODSTREAM_POSTGRES__DSN=...``. Each program (``worker.settings.WorkerSettings``,
+``MODSTREAM_POSTGRES__DSN=...``. Each program (``engine.settings.WorkerSettings``,
 ``review.settings.ReviewServiceSettings``, ``stack.settings.StackToolSettings``) extends
 :class:`ServiceSettings` with the sections it alone reads; it is loaded once at the program's
 entry point, and components receive their own section and never read the environment.

@@ -1,7 +1,7 @@
 """The worker's whole decision for a list of texts, computed in process for evaluation.
 
 Each text takes the worker's own path (``worker/app.py`` ``_decode`` and ``_route``,
-``worker/processing.py`` ``_verdict``), through the same ``pipelines`` functions:
+``engine/processing.py`` ``_verdict``), through the same ``pipelines`` functions:
 
 1. a Kafka record value with the text is decoded by ``pipelines.decode.decode_message`` (a text
    the worker would dead-letter gets no decision, ``None``);

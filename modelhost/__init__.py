@@ -4,7 +4,7 @@ The moderation model is one Triton Python-backend model (its code is the reposit
 ``moderation/<version>/model.py``). This package runs that file unchanged where Triton is not:
 :mod:`modelhost.python_backend` loads and calls it (with :mod:`modelhost.triton_utils` in the
 place of Triton's ``triton_python_backend_utils``, and :mod:`modelhost.pbtxt` reading its
-``config.pbtxt``); the worker's ``inprocess`` backend (``worker.inprocess``) and MLServer's custom
+``config.pbtxt``); the worker's ``inprocess`` backend (``engine.inprocess``) and MLServer's custom
 runtime (:mod:`modelhost.mlserver_runtime`) are its two hosts.
 
 It imports numpy and the standard library only (and ``mlserver`` in the runtime's module), so it

@@ -13,7 +13,7 @@ Which version: ``version`` names one (``"1"``); empty means what Triton would se
 the highest version the config's ``version_policy`` serves (``latest`` by default, one version).
 
 One instance is not safe to call from two threads at once (Triton never does): callers run one
-call at a time per instance (``worker.inprocess``, ``modelhost.mlserver_runtime``).
+call at a time per instance (``engine.inprocess``, ``modelhost.mlserver_runtime``).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.stores.verdict_batches import VerdictBatch
+from engine.work import Work
 from online.errors import NotDecided
 from pipelines.messages import SourcePosition
 from pipelines.verdict import Verdict
-from worker.work import Work
 
 __all__ = ["PendingAnswers"]
 

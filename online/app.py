@@ -2,9 +2,9 @@
 
 The parts are the daemon's (PostgreSQL pool and stores, Kafka publisher, inference client with
 its deadline, retries and circuit breaker, rule stage and its file watch, strike cache, the
-``BatchProcessor``, outbox relay and re-scorer), built once by ``worker.parts``; the relay and
+``BatchProcessor``, outbox relay and re-scorer), built once by ``engine.parts``; the relay and
 the re-scorer run over the online rows only (source_topic ``online``), the stream's workers keep
-their own. Every task runs under the worker's supervisor (``worker.supervisor``): a task that
+their own. Every task runs under the worker's supervisor (``engine.supervisor``): a task that
 fails stops the service loudly, and shutdown steps are bounded.
 
 Shutdown (SIGTERM/SIGINT): health turns ``NOT_SERVING``, the server stops taking calls and gives
@@ -26,16 +26,16 @@ from grpc_health.v1 import health
 
 from common.api_tokens import TokenReader
 from common.logs import get_logger
+from engine.breaker import BreakerState
+from engine.http import HealthServer
+from engine.inference import InferenceError
+from engine.supervisor import Supervisor
 from online.auth import TokenCheck
 from online.collector import CollectorStats
 from online.errors import OnlineError
 from online.parts import OnlineParts, build_online_parts
 from online.server import ModerationServicer, build_server, server_credentials, set_health
 from online.settings import OnlineSettings
-from worker.breaker import BreakerState
-from worker.http import HealthServer
-from worker.inference import InferenceError
-from worker.supervisor import Supervisor
 
 __all__ = ["OnlineFailed", "OnlineService", "freeze_startup_objects", "serve_until_signalled"]
 

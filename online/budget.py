@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Protocol
 
-from worker.inference import InferenceResult, InferenceUnavailable
+from engine.inference import InferenceResult, InferenceUnavailable
 
 __all__ = ["MODEL_DEADLINE", "BudgetedInference", "ModelClient"]
 

@@ -1,10 +1,10 @@
 """The server-side batch collector: concurrent checks become one model request, then one write.
 
 Each check hands its decoded, rule-evaluated record (the daemon's ``Work``) to :meth:`submit` and
-awaits the returned future. Model work goes to the daemon's ``model`` lane (``worker.dispatch``),
+awaits the returned future. Model work goes to the daemon's ``model`` lane (``engine.dispatch``),
 paced: a batch closes ``max_wait_s`` after the previous one closed, at once if that has passed,
 sooner if at the recent arrival rate no other message is due by then, or when it holds
-``max_items`` (``spacing_s``, ``worker.batcher``). Each batch costs the service a model call, a
+``max_items`` (``spacing_s``, ``engine.batcher``). Each batch costs the service a model call, a
 write and its share of a publish, about 1 ms of CPU on the development box whatever its size,
 so under load one batch about every ``max_wait_s`` carries everything that arrived meanwhile,
 while at a low rate a message goes at once (BENCHMARKS.md, "Online"). Rule
@@ -28,12 +28,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from common.logs import get_logger
+from engine.batcher import Batch
+from engine.dispatch import Dispatcher
+from engine.work import Work
 from online.answers import PendingAnswers
 from online.budget import MODEL_DEADLINE
 from pipelines.verdict import Verdict
-from worker.batcher import Batch
-from worker.dispatch import Dispatcher
-from worker.work import Work
 
 __all__ = ["Collector", "CollectorStats", "Processor"]
 

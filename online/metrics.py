@@ -25,9 +25,9 @@ from grpc import aio
 from prometheus_client import Counter, Histogram
 from prometheus_client.registry import CollectorRegistry
 
+from engine.batcher import Batch
+from engine.work import Work
 from online.collector import Processor
-from worker.batcher import Batch
-from worker.work import Work
 
 __all__ = ["MethodCalls", "ObservedProcessor", "OnlineMetrics"]
 

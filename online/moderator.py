@@ -37,7 +37,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from engine.rule_stage import RuleStage
+from engine.sender_strikes import StrikeCache
 from engine.stores.database import StoreUnavailable
+from engine.work import Work
 from online.claims import Claim
 from online.coalesce import Coalescer
 from online.collector import Collector
@@ -46,9 +49,6 @@ from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import verdict_from_row
-from worker.rule_stage import RuleStage
-from worker.sender_strikes import StrikeCache
-from worker.work import Work
 
 __all__ = ["Answer", "Claims", "Latency", "OnlineModerator"]
 

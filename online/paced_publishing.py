@@ -1,7 +1,7 @@
 """The online service's publishing loop: stored verdicts go to Kafka on a clock, not per batch.
 
 A call is answered once its verdict is durable; nothing it waits for depends on Kafka. So the
-batch processor only queues what each batch stored (``publish_every_s``, ``worker.processing``)
+batch processor only queues what each batch stored (``publish_every_s``, ``engine.processing``)
 and this loop publishes everything queued every ``every_s``, as one publish: one Kafka request
 instead of one per batch, whose CPU cost hardly depends on how many records it carries (about
 0.3 ms of the service's CPU each on the development box, BENCHMARKS.md, "Online"). The

@@ -1,8 +1,8 @@
-"""The online service's parts: the shared moderation parts (``worker.parts``) and its own.
+"""The online service's parts: the shared moderation parts (``engine.parts``) and its own.
 
-The shared parts are built by ``worker.parts.build_parts`` (with the online pool's light reset
+The shared parts are built by ``engine.parts.build_parts`` (with the online pool's light reset
 and the ``online`` name in the verdict store), and its batch processor by
-``worker.parts.build_processor``, over two seams made for this service: its acknowledger is
+``engine.parts.build_processor``, over two seams made for this service: its acknowledger is
 ``online.answers`` (a durable verdict answers its call) and it has no offset tracker (online
 coordinates are claims, ``online.claims``); its model calls go through the caller's budget
 (``online.budget``); it publishes on a clock (``online.paced_publishing``) and its published
@@ -16,6 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.breaker import BreakerState
+from engine.parts import ModerationParts, build_parts, build_processor
+from engine.supervisor import Loop
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
 from online.claimed_writes import ClaimedWrites
@@ -25,9 +28,6 @@ from online.metrics import ObservedProcessor, OnlineMetrics
 from online.moderator import OnlineModerator
 from online.paced_publishing import PacedPublishing
 from online.settings import OnlineSettings
-from worker.breaker import BreakerState
-from worker.parts import ModerationParts, build_parts, build_processor
-from worker.supervisor import Loop
 
 __all__ = ["OnlineParts", "build_online_parts"]
 

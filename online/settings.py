@@ -13,8 +13,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from common.settings import Section, ServiceSettings
-from pipelines.policy import PolicyThresholds
-from worker.settings import (
+from engine.settings import (
     HttpSettings,
     InferenceSettings,
     PolicyFileSettings,
@@ -22,6 +21,7 @@ from worker.settings import (
     RulesSettings,
     TritonSettings,
 )
+from pipelines.policy import PolicyThresholds
 
 __all__ = ["OnlineSection", "OnlineSettings"]
 

@@ -1,7 +1,7 @@
 """The policy file: thresholds of ``PolicyThresholds`` in TOML, read and written in one place.
 
 The worker and the online service load it at start and reload it when it changes
-(``policy_file.path``, ``worker.policy_watch``); ``modstream policy calibrate`` writes one. The
+(``policy_file.path``, ``engine.policy_watch``); ``modstream policy calibrate`` writes one. The
 file holds one table, ``[thresholds]``, whose keys are ``PolicyThresholds`` field names (the
 per-category flag and block thresholds, the escalation band); a key the file leaves out keeps
 the value the service was configured with (``MODSTREAM_POLICY__*`` or the defaults)::

@@ -32,13 +32,14 @@ import asyncpg
 
 from admin.migrate import migrate
 from common.settings import KafkaSettings
+from engine.settings import HttpSettings
 from review.settings import ReviewServiceSettings, ReviewSettings
 from stack.kafka_secure import SecureListener, secure_kafka_settings
 from stack.kafka_tools import end_offsets
 from stack.prometheus import PrometheusServer, QueryError, Sample, query
 from stack.samples import produce, sample_stream
 from stack.settings import StackToolSettings
-from worker.settings import HttpSettings, WorkerSettings
+from worker.settings import WorkerSettings
 
 __all__ = ["register"]
 

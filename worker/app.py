@@ -4,7 +4,7 @@ Lifecycle (arq-style): a signal only sets ``stop``; the consume loop stops fetch
 flush what they hold, in-flight batches drain within ``batch.drain_timeout_s``, offsets are
 committed, and ``run`` returns.
 
-Failure is structured too (``worker.supervisor``): every task runs in one ``TaskGroup`` and every
+Failure is structured too (``engine.supervisor``): every task runs in one ``TaskGroup`` and every
 batch in a ``TaskGroup`` of its lane, so no exception goes unobserved. The first unexpected one
 is logged (``batch_task_failed`` or ``worker_task_failed``, with the exception's type and where
 it was raised, never its message), ``/readyz`` answers 503 from that moment, fetching stops, the
@@ -21,12 +21,12 @@ import functools
 from contextlib import AsyncExitStack
 
 from common.logs import get_logger
+from engine.http import HealthServer
+from engine.supervisor import Supervisor, stop_within
 from worker.consume import ConsumeLoop
 from worker.errors import WorkerError
-from worker.http import HealthServer
 from worker.parts import StreamParts, build_stream_parts
 from worker.settings import WorkerSettings
-from worker.supervisor import Supervisor, stop_within
 from worker.watchers import watch_lag
 
 __all__ = ["Worker", "WorkerFailed"]

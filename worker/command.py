@@ -19,8 +19,8 @@ from typing import Any
 from common.kafka_access import KafkaAccessError, verify_kafka_access
 from common.kafka_client import KafkaClientConfigError
 from common.logs import configure_logging, get_logger
+from engine.parts import build_parts
 from worker.app import Worker, WorkerFailed
-from worker.parts import build_parts
 from worker.settings import WorkerSettings
 
 __all__ = ["register"]

@@ -19,15 +19,15 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from common.logs import get_logger
+from engine.dispatch import Lanes
+from engine.failpoints import Failpoints
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker, PartitionKey
+from engine.rule_stage import RuleStage
+from engine.work import Work
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage, SourcePosition
 from worker.backpressure import Backpressure, FlowAction
-from worker.dispatch import Lanes
-from worker.failpoints import Failpoints
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.rule_stage import RuleStage
-from worker.work import Work
 
 __all__ = ["ConsumeLoop", "RecordSource", "Strikes", "drain_partitions"]
 
@@ -49,7 +49,7 @@ class RecordSource(Protocol):
 
 
 class Strikes(Protocol):
-    """Moderators' strikes per sender (``worker.sender_strikes.StrikeCache``)."""
+    """Moderators' strikes per sender (``engine.sender_strikes.StrikeCache``)."""
 
     async def prefetch(self, sender_ids: Iterable[str]) -> None: ...
 

@@ -20,8 +20,8 @@ from typing import Protocol
 from aiokafka.errors import KafkaError
 
 from common.logs import get_logger
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker, PartitionKey
 
 __all__ = ["ConsumerLagProbe", "LagSource"]
 

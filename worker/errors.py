@@ -1,11 +1,10 @@
-"""The root of the worker's errors (the daemon's parts, also run by the online service).
+"""The root of the worker's errors (the stream daemon's own parts).
 
-Every error the worker raises on purpose is a :class:`WorkerError`: the inference client's
-(``worker.inference``: ``InferenceError`` and its kinds), the failpoints' and ``WorkerFailed``
-(the stores' errors are the engine's, ``engine.errors``). ``retriable`` says whether the same
-call may succeed later; it is read where the retry is decided: the Triton client retries a
-retriable inference error on another replica and re-raises any other, the re-scorer halves a
-page the model refused and defers when the model is away.
+Every error the worker raises on purpose is a :class:`WorkerError`: ``WorkerFailed``, the
+command line's ``ArgumentError`` and the rescan's (``worker.history``, ``worker.rescan_plan``).
+The errors of the parts both services run (the inference client, the stores, the failpoints, the
+replica lookup) are the engine's (``engine.errors``). ``retriable`` says whether the same call
+may succeed later.
 """
 
 from __future__ import annotations

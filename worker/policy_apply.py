@@ -11,7 +11,7 @@ no service reads. Applying it:
 3. in the same transaction, writes the live policy file (atomically: a watching service never
    reads half a file), headed by a comment naming the admin, the time and the proposal. Every
    running worker and online service reloads it within ``policy_file.reload_interval_s``
-   (``worker.policy_watch``).
+   (``engine.policy_watch``).
 
 If the record is refused (not an admin's token) the file is not written; if the file cannot be
 written nothing is recorded.

@@ -44,7 +44,15 @@ from typing import Any, Protocol
 
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, RecordPublisher
+from engine.failpoints import Failpoints
+from engine.inference import InferenceResult, InferenceUnavailable
+from engine.metrics import Metrics
+from engine.policy_stage import CurrentPolicy
+from engine.refusals import Refused, Scored, score_or_refuse
+from engine.rule_stage import RuleStage
+from engine.sender_strikes import with_strikes
 from engine.stores.database import StoreError
+from engine.verdict_publishing import publish_just_stored, verdict_publishing
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
@@ -53,11 +61,6 @@ from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_codec import VerdictRowKey
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, ModelRun, make_verdict
-from worker.failpoints import Failpoints
-from worker.inference import InferenceResult, InferenceUnavailable
-from worker.metrics import Metrics
-from worker.policy_stage import CurrentPolicy
-from worker.refusals import Refused, Scored, score_or_refuse
 from worker.rescan_plan import (
     HistoryRecord,
     OffsetRange,
@@ -68,10 +71,7 @@ from worker.rescan_plan import (
 )
 from worker.rescan_report import RescanReport, direction
 from worker.rescan_review import AppliedBatch, Redecided
-from worker.rule_stage import RuleStage
-from worker.sender_strikes import with_strikes
 from worker.throttle import TokenBucket
-from worker.verdict_publishing import publish_just_stored, verdict_publishing
 
 __all__ = ["Rescanner"]
 
@@ -129,7 +129,7 @@ class _Inference(Protocol):
 
 
 class _Relay(Protocol):
-    """The verdict outbox relay (``worker.outbox.VerdictOutbox``)."""
+    """The verdict outbox relay (``engine.outbox.VerdictOutbox``)."""
 
     async def relay_all(
         self,

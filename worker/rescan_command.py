@@ -28,9 +28,9 @@ from typing import Any, TextIO
 import orjson
 
 from common.logs import configure_logging, get_logger
+from engine.http import HealthServer
 from engine.stores.database import StoreError
 from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
-from worker.http import HealthServer
 from worker.parts import build_rescan, stored_rescan
 from worker.rescan_plan import RescanNotFound, RescanRequest, RescanStopped
 from worker.rescan_report import RescanReport

@@ -19,8 +19,8 @@ from collections.abc import Callable
 
 from common.logs import get_logger
 from common.rollups import refresh_rollups
+from engine.metrics import Metrics
 from engine.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
-from worker.metrics import Metrics
 
 __all__ = ["RollupRefresher"]
 

@@ -19,11 +19,11 @@ from aiokafka.errors import CommitFailedError, KafkaError
 
 from common.kafka_client import kafka_security_kwargs
 from common.logs import get_logger
+from engine.offsets import OffsetTracker, PartitionKey
+from engine.retry import backoff_s
+from engine.settings import KafkaSettings
 from engine.stores.verdict_batches import VerdictBatch
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.retry import backoff_s
-from worker.settings import KafkaSettings
-from worker.work import Work
+from engine.work import Work
 
 __all__ = ["KafkaSource", "OffsetStore"]
 

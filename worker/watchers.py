@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import time
 
-from worker.breaker import BreakerState
-from worker.inference import InferenceClient
-from worker.metrics import Metrics
+from engine.breaker import BreakerState
+from engine.inference import InferenceClient
+from engine.metrics import Metrics
 
 __all__ = ["watch_breaker", "watch_lag"]
 

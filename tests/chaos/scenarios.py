@@ -15,6 +15,7 @@ from pathlib import Path
 import orjson
 
 from common.settings import project_root
+from engine.failpoints import FAILPOINT_NAMES
 from pipelines.rules import RuleLoadError, load_ruleset
 from pipelines.rules.config import compile_re2
 from stack import LocalStack, private_triton
@@ -32,7 +33,6 @@ from tests.chaos.harness import (
     good_record,
 )
 from tests.chaos.poisoned_worker import POISON_PREFIX
-from worker.failpoints import FAILPOINT_NAMES
 
 __all__ = ["SCENARIOS", "Sizes"]
 

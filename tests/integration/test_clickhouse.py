@@ -32,6 +32,8 @@ from chdb._exceptions import ChdbError  # what a session's query raises (not chd
 from admin.retention import RetentionPeriods, apply_retention
 from common.rollups import refresh_rollups
 from common.settings import project_root
+from engine.outbox import VerdictOutbox
+from engine.publisher import KafkaPublisher
 from engine.stores.database import Database
 from engine.stores.pending_texts import PendingText
 from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
@@ -44,8 +46,6 @@ from stack.samples import produce, sample_stream
 from tests.integration.conftest import wait_until
 from tests.support import run_rescore, temporary_database
 from worker.app import Worker
-from worker.outbox import VerdictOutbox
-from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

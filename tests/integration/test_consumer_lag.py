@@ -9,11 +9,11 @@ from collections.abc import Sequence
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from engine.offsets import OffsetTracker, PartitionKey
 from stack.kafka_tools import end_offsets
 from stack.samples import produce, sample_stream
 from tests.integration.conftest import PARTITIONS, wait_until
 from worker.app import Worker
-from worker.offsets import OffsetTracker, PartitionKey
 from worker.settings import WorkerSettings
 from worker.source import KafkaSource
 

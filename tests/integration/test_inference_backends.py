@@ -23,15 +23,16 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from common.settings import project_root
+from engine.breaker import BreakerState
+from engine.inference import InferenceRejected
+from engine.settings import InferenceSettings, TritonSettings
+from engine.triton import TritonModerationClient
 from pipelines.scores import HARM_LABELS, HARMS_OUTPUT, MODEL_INPUT, MODEL_OUTPUTS
 from stack.mlserver import MLSERVER_VENV, MLServerServer, private_mlserver
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import free_ports, wait_until
 from worker.app import Worker
-from worker.breaker import BreakerState
-from worker.inference import InferenceRejected
-from worker.settings import InferenceSettings, TritonSettings, WorkerSettings
-from worker.triton import TritonModerationClient
+from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +69,7 @@ def _client(url: str, version: str = "") -> TritonModerationClient:
 
 def _ready(client: grpcclient.InferenceServerClient, version: str) -> bool:
     """Model-ready as the worker reads it: an error (MLServer answers UNKNOWN for a version it
-    does not have, Triton ``false``) is not ready (``worker.replicas.Replica.is_ready``)."""
+    does not have, Triton ``false``) is not ready (``engine.replicas.Replica.is_ready``)."""
     try:
         return bool(client.is_model_ready("moderation", version))
     except InferenceServerException:

@@ -29,6 +29,8 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 from common.settings import project_root
+from engine.settings import TritonSettings
+from engine.triton import TritonModerationClient
 from modelhost.pbtxt import read_model_config
 from modelhost.python_backend import served_versions
 from pipelines.scores import HARM_LABELS, HARMS_OUTPUT, MODEL_INPUT, MODEL_OUTPUTS
@@ -38,8 +40,7 @@ from tests.integration.conftest import free_ports, wait_until
 from tests.integration.test_models import ABUSE as ABUSE_BY_LANGUAGE
 from tests.integration.test_models import PRAISE as PRAISE_BY_LANGUAGE
 from worker.app import Worker
-from worker.settings import TritonSettings, WorkerSettings
-from worker.triton import TritonModerationClient
+from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration
 

@@ -24,12 +24,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from common.api_tokens import digest, new_token
+from engine.metrics import Metrics
+from engine.parts import build_parts
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import wait_until
 from tests.support import temporary_database
 from worker.app import Worker
-from worker.metrics import Metrics
-from worker.parts import build_parts, build_stream_parts
+from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

@@ -15,6 +15,8 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
+from engine.metrics import Metrics
+from engine.parts import build_parts
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import wait_until
 from tests.integration.online_support import (
@@ -25,8 +27,7 @@ from tests.integration.online_support import (
     running_service,
 )
 from worker.app import Worker
-from worker.metrics import Metrics
-from worker.parts import build_parts, build_stream_parts
+from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

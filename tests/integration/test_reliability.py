@@ -16,6 +16,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from pydantic import SecretStr
 
+from engine.outbox import VerdictOutbox
+from engine.publisher import KafkaPublisher
 from engine.stores.database import Database
 from engine.stores.pending_texts import PendingText
 from engine.stores.verdict_batches import DeadLetter, VerdictBatch, VerdictBatchStore
@@ -26,8 +28,6 @@ from pipelines.rule_hits import RuleOutcome
 from pipelines.verdict import Verdict
 from tests.chaos.harness import ChaosEnv, Ledger, good_record
 from tests.support import run_rescore
-from worker.outbox import VerdictOutbox
-from worker.publisher import KafkaPublisher
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

@@ -12,23 +12,23 @@ import pytest
 from pydantic import SecretStr
 
 from common.settings import PostgresSettings
+from engine.batcher import Batch
+from engine.inference import InferenceResult
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker
+from engine.policy_stage import PolicyStage
+from engine.processing import BatchProcessor
 from engine.stores.database import Database, StoreError, StoreUnavailable
 from engine.stores.partitions import ensure_verdict_partitions
 from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from engine.stores.verdict_outbox import VerdictOutboxStore
+from engine.work import Work
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import NO_MODEL, MessageFacts, make_verdict
-from worker.batcher import Batch
-from worker.inference import InferenceResult
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker
-from worker.policy_stage import PolicyStage
-from worker.processing import BatchProcessor
-from worker.work import Work
 
 CALM = ModelScores(sentiment=(0.1, 0.8, 0.1), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(1.0, 0.0, 0.0))
 UNENCODABLE = "id-\ud800"

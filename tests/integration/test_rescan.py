@@ -25,12 +25,13 @@ import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
+from engine.parts import build_parts
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import PARTITIONS, free_ports, wait_until
 from tests.integration.sql_support import documented_query, fetch_as_analyst, fetch_rows
 from tests.support import run_command
 from worker.app import Worker
-from worker.parts import build_parts, build_stream_parts
+from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

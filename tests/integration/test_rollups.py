@@ -1,7 +1,7 @@
 """The analysts' rollups equal the raw aggregation of the same verdicts, after every kind of write.
 
 Verdicts go in through the worker's own store (``VerdictBatchStore``), are re-scored by
-``modstream rescore`` (worker/rescore.py, real Triton and Kafka), resolved through the review
+``modstream rescore`` (engine/rescore.py, real Triton and Kafka), resolved through the review
 queue, and changed by a plain UPDATE (what a re-scan will do); after each step the rollup job runs
 (``common.rollups.refresh_rollups``) and every rollup view is compared with the aggregation of
 the raw rows that the views computed before ``migrations/0070_rollups.sql`` (kept below as the
@@ -363,7 +363,7 @@ async def _assert_rollups_match_raw_after(
 
 
 async def _rescore(s: WorkerSettings) -> None:
-    """``modstream rescore`` (worker/rescore.py) against the real Triton and Kafka."""
+    """``modstream rescore`` (engine/rescore.py) against the real Triton and Kafka."""
     run = await run_rescore(s, s.kafka.input_topic)
     assert run.returncode == 0, run.stderr[-2000:]
 

@@ -20,6 +20,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 from pydantic import SecretStr
 
+from engine.metrics import SHADOW_DROP_REASONS, Metrics
+from engine.parts import build_parts
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import wait_until
 from tests.integration.online_support import (
@@ -32,8 +34,7 @@ from tests.integration.online_support import (
 from tests.integration.sql_support import documented_query, fetch_as_analyst, fetch_rows
 from tests.support import temporary_database
 from worker.app import Worker
-from worker.metrics import SHADOW_DROP_REASONS, Metrics
-from worker.parts import build_parts, build_stream_parts
+from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

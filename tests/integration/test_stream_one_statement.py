@@ -19,14 +19,15 @@ import orjson
 import pytest
 from aiokafka import AIOKafkaConsumer
 
+from engine.outbox import VerdictOutbox
+from engine.parts import build_parts
+from engine.publisher import KafkaPublisher
 from engine.stores.database import Database
 from engine.stores.verdict_outbox import VerdictOutboxStore
 from stack.samples import produce, sample_stream
 from tests.integration.conftest import wait_until
 from worker.app import Worker
-from worker.outbox import VerdictOutbox
-from worker.parts import build_parts, build_stream_parts
-from worker.publisher import KafkaPublisher
+from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
 
 pytestmark = pytest.mark.integration

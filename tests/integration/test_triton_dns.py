@@ -19,13 +19,13 @@ from pathlib import Path
 import pytest
 
 from common.settings import project_root
+from engine.inference import InferenceError
+from engine.metrics import Metrics
+from engine.settings import TritonSettings
+from engine.triton import TritonModerationClient
 from stack.settings import StackSettings
 from stack.triton import TritonServer
 from tests.integration.conftest import free_ports, wait_until
-from worker.inference import InferenceError
-from worker.metrics import Metrics
-from worker.settings import TritonSettings
-from worker.triton import TritonModerationClient
 from worker.watchers import watch_breaker
 
 pytestmark = pytest.mark.integration

@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from common.settings import project_root
+from engine.inference import InferenceUnavailable
+from engine.settings import TritonSettings
+from engine.triton import TritonModerationClient
 from stack.certificates import ServerCertificate, ensure_server_certificate
 from stack.settings import StackSettings
 from stack.triton import TritonServer
 from tests.integration.conftest import free_ports
-from worker.inference import InferenceUnavailable
-from worker.settings import TritonSettings
-from worker.triton import TritonModerationClient
 
 pytestmark = pytest.mark.integration
 

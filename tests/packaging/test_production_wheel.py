@@ -177,8 +177,8 @@ def test_every_production_command_runs_its_help(image_env: Path, tmp_path: Path)
 def test_production_modules_import_in_the_image(image_env: Path, tmp_path: Path) -> None:
     """The daemon's, the review service's and the admin commands' modules all import."""
     modules = (
-        "worker.command, worker.app, worker.rescore, online.app, review.api, review.console, "
-        "admin.migrate, admin.retention"
+        "worker.command, worker.app, engine.parts, engine.rescore, online.app, review.api, "
+        "review.console, admin.migrate, admin.retention"
     )
     result = subprocess.run(
         [str(image_env / "bin" / "python"), "-c", f"import {modules}"],

@@ -67,8 +67,8 @@ def test_retriable_is_declared_on_the_roots_that_retries_read() -> None:
     """The worker's and the shared clients' roots declare ``retriable`` (false by default);
     the kinds that may succeed later say so."""
     from common.publishing import PublishError
+    from engine.inference import InferenceRejected, InferenceUnavailable
     from engine.stores.database import StoreError, StoreUnavailable
-    from worker.inference import InferenceRejected, InferenceUnavailable
 
     assert WorkerError.retriable is False
     assert EngineError.retriable is False

@@ -12,11 +12,11 @@ from pydantic import SecretStr
 
 from bench import pipeline as bench_pipeline
 from common.settings import KafkaSettings
+from engine import publisher as worker_publisher
+from engine.offsets import OffsetTracker
 from review.decisions import KafkaDecisionPublisher
 from stack import kafka_tools, samples, topics
-from worker import publisher as worker_publisher
 from worker import source as worker_source
-from worker.offsets import OffsetTracker
 
 _SETTINGS = KafkaSettings(
     bootstrap_servers="broker.example:9096",
@@ -83,7 +83,7 @@ async def test_worker_consumer(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 async def test_worker_producer(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The verdict and dead-letter producer (worker.publisher) gets the SASL arguments."""
+    """The verdict and dead-letter producer (engine.publisher) gets the SASL arguments."""
     recorder = _Recorder()
     monkeypatch.setattr(worker_publisher, "AIOKafkaProducer", recorder)
     with pytest.raises(_Stop):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
+from engine.metrics import Metrics
 from online.metrics import MethodCalls, OnlineMetrics
 from review.metrics import ReviewMetrics
 from review.queue import QUEUES
@@ -27,7 +28,6 @@ from tests.promql_names import (
     rule_expressions,
     selector_names,
 )
-from worker.metrics import Metrics
 
 RULE_TESTS = ALERTS.with_name("alerts_test.yml")
 

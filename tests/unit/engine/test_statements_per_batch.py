@@ -11,21 +11,21 @@ from typing import Any
 
 import pytest
 
+from engine.batcher import Batch
+from engine.inference import InferenceResult
+from engine.offsets import OffsetTracker
+from engine.parts import ModerationParts, build_parts, build_processor
+from engine.processing import BatchProcessor
 from engine.stores.carried_marks import CarriedMarks
 from engine.stores.database import Database, StoreUnavailable
 from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
 from engine.stores.verdict_outbox import VerdictOutboxStore
+from engine.work import Work
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import VerdictRowKey
-from worker.batcher import Batch
-from worker.inference import InferenceResult
-from worker.offsets import OffsetTracker
-from worker.parts import ModerationParts, build_parts, build_processor
-from worker.processing import BatchProcessor
 from worker.settings import WorkerSettings
-from worker.work import Work
 
 TOPIC = "chat.messages"
 SENT_AT = datetime(2026, 12, 7, 9, 0, tzinfo=UTC)

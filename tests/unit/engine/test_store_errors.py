@@ -12,20 +12,20 @@ import asyncpg
 import pytest
 from asyncpg.exceptions import _base as asyncpg_base
 
-import worker.processing as processing_module
+import engine.processing as processing_module
+from engine.batcher import Batch
+from engine.inference import InferenceResult
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker, PartitionKey
+from engine.policy_stage import PolicyStage
+from engine.processing import BatchProcessor
 from engine.stores.database import Database, StoreError, StoreUnavailable
 from engine.stores.verdict_batches import VerdictBatch, VerdictBatchStore
+from engine.work import Work
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
-from worker.batcher import Batch
-from worker.inference import InferenceResult
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.policy_stage import PolicyStage
-from worker.processing import BatchProcessor
-from worker.work import Work
 
 TOPIC = "chat.messages"
 VERDICT_TOPIC = "moderation.verdicts"

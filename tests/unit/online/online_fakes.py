@@ -8,8 +8,14 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from common.publishing import PublishedMarker
+from engine.inference import InferenceResult, InferenceUnavailable
+from engine.metrics import Metrics
+from engine.policy_stage import PolicyStage
+from engine.processing import BatchProcessor, BatchStore
+from engine.rule_stage import RuleStage
 from engine.stores.database import StoreError
 from engine.stores.verdict_batches import VerdictBatch
+from engine.work import Work
 from online.answers import PendingAnswers
 from online.budget import BudgetedInference
 from online.collector import Collector, Processor
@@ -19,12 +25,6 @@ from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import VerdictRowKey
-from worker.inference import InferenceResult, InferenceUnavailable
-from worker.metrics import Metrics
-from worker.policy_stage import PolicyStage
-from worker.processing import BatchProcessor, BatchStore
-from worker.rule_stage import RuleStage
-from worker.work import Work
 
 __all__ = [
     "CALM",

@@ -10,10 +10,10 @@ from typing import Any
 
 from grpc_health.v1 import health
 
+from engine.breaker import BreakerState
+from engine.metrics import Metrics
 from online.app import OnlineService, freeze_startup_objects
 from online.settings import OnlineSettings
-from worker.breaker import BreakerState
-from worker.metrics import Metrics
 
 
 def test_start_up_objects_are_frozen_out_of_the_collectors_walk() -> None:

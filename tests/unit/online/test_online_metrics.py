@@ -12,11 +12,11 @@ import pytest
 from grpc import aio
 
 from common.api_tokens import digest
+from engine.metrics import Metrics
 from online.auth import TokenCheck
 from online.guard import guarded
 from online.metrics import MethodCalls, OnlineMetrics
 from tests.unit.online.online_fakes import FakeModel, FakePublisher, FakeStore, make_collector, work
-from worker.metrics import Metrics
 
 CHECK = "/modstream.v1.ModerationService/CheckMessage"
 

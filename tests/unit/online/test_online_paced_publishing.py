@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
+from engine.batcher import Batch
+from engine.metrics import Metrics
+from engine.policy_stage import PolicyStage
+from engine.processing import BatchProcessor
 from engine.stores.carried_marks import CarriedMarks
 from online.answers import PendingAnswers
 from online.paced_publishing import PacedPublishing
 from pipelines.policy import PolicyThresholds
 from pipelines.verdict_codec import VerdictRowKey
 from tests.unit.online.online_fakes import FakeModel, FakePublisher, FakeStore, work
-from worker.batcher import Batch
-from worker.metrics import Metrics
-from worker.policy_stage import PolicyStage
-from worker.processing import BatchProcessor
 
 
 class Outbox:

@@ -17,21 +17,23 @@ import pytest
 from structlog.testing import capture_logs
 
 import worker.command as command_module
+from engine.batcher import Batch
+from engine.breaker import BreakerState
+from engine.failpoints import FailpointRaised, Failpoints
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker, PartitionKey
+from engine.parts import ModerationParts
+from engine.policy_stage import PolicyStage
+from engine.rule_stage import RuleStage
+from engine.settings import BatchSettings, HttpSettings, RollupSettings
 from engine.stores.carried_marks import CarriedMarks
+from engine.work import Work
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.verdict_codec import VerdictRowKey
 from worker.app import Worker, WorkerFailed
-from worker.batcher import Batch
-from worker.breaker import BreakerState
-from worker.failpoints import FailpointRaised, Failpoints
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
-from worker.parts import ModerationParts, StreamParts, build_stream_parts
-from worker.policy_stage import PolicyStage
-from worker.rule_stage import RuleStage
-from worker.settings import BatchSettings, HttpSettings, RollupSettings, WorkerSettings
-from worker.work import Work
+from worker.parts import StreamParts, build_stream_parts
+from worker.settings import WorkerSettings
 
 _TOPIC = "chat"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from aiokafka.errors import KafkaConnectionError
 
+from engine.metrics import Metrics
+from engine.offsets import OffsetTracker, PartitionKey
 from worker.consumer_lag import ConsumerLagProbe
-from worker.metrics import Metrics
-from worker.offsets import OffsetTracker, PartitionKey
 
 TOPIC = "chat.messages"
 

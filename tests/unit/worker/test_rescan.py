@@ -12,18 +12,18 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
+from engine.inference import InferenceResult
+from engine.metrics import Metrics
+from engine.policy_stage import PolicyStage
+from engine.rule_stage import RuleStage
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import VerdictRowKey
-from worker.inference import InferenceResult
-from worker.metrics import Metrics
-from worker.policy_stage import PolicyStage
 from worker.rescan import Rescanner
 from worker.rescan_plan import HistoryRecord, OffsetRange, RescanPlan, StoredDecision
 from worker.rescan_review import AppliedBatch, Redecided, ReviewState
-from worker.rule_stage import RuleStage
 from worker.throttle import TokenBucket
 
 TOPIC = "chat.messages"

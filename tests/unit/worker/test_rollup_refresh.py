@@ -11,8 +11,8 @@ from typing import Any
 import asyncpg
 import pytest
 
+from engine.metrics import Metrics
 from engine.stores.database import StoreUnavailable
-from worker.metrics import Metrics
 from worker.rollup_refresh import RollupRefresher
 
 

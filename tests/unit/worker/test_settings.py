@@ -1,4 +1,4 @@
-"""Tests for worker.settings: defaults, environment overrides, frozen sections, secrets."""
+"""Tests for engine.settings: defaults, environment overrides, frozen sections, secrets."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import pydantic
 import pytest
 
 from common.settings import project_root
+from engine.settings import BatchSettings
 from pipelines.policy import PolicyThresholds
-from worker.settings import BatchSettings, WorkerSettings
+from worker.settings import WorkerSettings
 
 
 @pytest.fixture(autouse=True)

@@ -8,7 +8,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from common.settings import KafkaSettings
-from worker.offsets import OffsetTracker
+from engine.offsets import OffsetTracker
 from worker.source import KafkaSource
 
 
