@@ -173,7 +173,8 @@ def variants(canonical: str, max_words: int = DEFAULT_MAX_WORDS) -> Variants:
 @dataclass(frozen=True, slots=True)
 class AttributedSpan:
     """A word that moved the decision: where it is in the raw text and how much leaving it out
-    lowered the deciding probability."""
+    lowered the deciding probability (rounded to 4 decimals, so every form carries the same
+    number)."""
 
     start: int
     end: int
@@ -221,7 +222,7 @@ def attribution_from(
         if end > len(offsets):
             raise OffsetError("the offset map is not the canonical text's")
         raw_start, raw_end = offsets.raw_span(start, end)
-        spans.append(AttributedSpan(raw_start, raw_end, drop))
+        spans.append(AttributedSpan(raw_start, raw_end, round(drop, _DROP_DIGITS)))
     return ModelAttribution(output, tuple(spans))
 
 
