@@ -105,7 +105,7 @@ WHERE t.created_at < now() - interval '1 minute'
       AND v.decided_by = 'pending_model')
 """
 
-# The 24 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
+# The 25 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
 # the row is still pending (a second re-scorer racing on the same row updates nothing).
 _APPLY_RESCORE = """
 UPDATE verdicts v
