@@ -429,6 +429,7 @@ def _one_hour(
                     batch,
                     f"{queue_ms[i]:.2f}",
                     inference,
+                    _NULL,  # model_spans
                     "t",
                     created_text[i],
                     created_text[i],

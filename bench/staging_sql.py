@@ -37,6 +37,7 @@ VERDICT_STAGE_TYPES: Mapping[str, str] = {
     "batch_id": "uuid",
     "queue_ms": "real",
     "inference_ms": "real",
+    "model_spans": "text",
 }
 """Staging column types for ``verdict_row``'s values (JSON columns arrive as text)."""
 
@@ -44,6 +45,7 @@ _CONVERSIONS: Mapping[str, str] = {
     "reasons": "ARRAY(SELECT jsonb_array_elements_text({c}::jsonb))",
     "rule_hits": "{c}::jsonb",
     "scores": "{c}::jsonb",
+    "model_spans": "{c}::jsonb",
 }
 
 

@@ -147,6 +147,22 @@ class Metrics:
             ["error"],
             registry=r,
         )
+        self.model_attribution_total = Counter(
+            "modstream_model_attribution_total",
+            "Escalated model verdicts by what became of their word attribution: attributed,"
+            " failed (the extra inference call failed: stored without), skipped (past the"
+            " call's variant bound).",
+            ["outcome"],
+            registry=r,
+        )
+        for outcome in ("attributed", "failed", "skipped"):
+            self.model_attribution_total.labels(outcome)
+        self.model_attribution_seconds = Histogram(
+            "modstream_model_attribution_seconds",
+            "The extra inference call of a batch's escalations (leave-one-word-out).",
+            buckets=_LATENCY_BUCKETS_S,
+            registry=r,
+        )
         self.sink_seconds = Histogram(
             "modstream_sink_seconds",
             "Postgres transaction time per batch.",

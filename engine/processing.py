@@ -33,6 +33,7 @@ from typing import Protocol
 from common.grouping import GroupedCall
 from common.logs import get_logger
 from common.publishing import PublishDeferred, PublishedMarker, PublishError, RecordPublisher
+from engine.attribution import attribute_escalations
 from engine.batcher import Batch
 from engine.errors import EngineError
 from engine.failpoints import Failpoints
@@ -111,6 +112,8 @@ class BatchProcessor:
     ``shadow`` (``engine.shadow``) is handed each model batch once it is published (queued for
     publishing, with ``publish_every_s``). With ``publish_every_s`` a batch's stored verdicts
     are published by the next :meth:`publish_stored`, which the program calls that often.
+    With ``attribute`` (the default) a model batch with escalations the model decided makes one
+    more inference call, for the words that moved each (``engine.attribution``).
     """
 
     def __init__(
@@ -129,10 +132,12 @@ class BatchProcessor:
         failpoints: Failpoints | None = None,
         shadow: Shadow | None = None,
         publish_every_s: float | None = None,
+        attribute: bool = True,
     ) -> None:
         if publish_every_s is not None and publish_every_s <= 0:
             raise ValueError("publish_every_s must be > 0 (or None)")
         self._inference = inference
+        self._attribute = attribute
         self._shadow = shadow
         self._store = store
         self._publisher = publisher
@@ -171,6 +176,14 @@ class BatchProcessor:
             run = ModelRun(result.model_name, result.model_version, run.batch_id, result.latency_ms)
             self._metrics.inference_seconds.observe(result.latency_ms / 1000.0)
         verdicts = [self._verdict(w, s, started, run) for w, s in zip(works, scores, strict=True)]
+        if self._attribute and any(v.result.escalate for v in verdicts):
+            verdicts = await attribute_escalations(
+                self._inference,
+                verdicts,
+                [_message(w).text for w in works],
+                [_model_text(w) for w in works],
+                self._metrics,
+            )
         self._metrics.batches_total.labels("model", batch.reason).inc()
         self._metrics.batch_size.observe(len(works))
         stored = await self._finish(works, verdicts, [])

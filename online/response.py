@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from online.api import moderation_pb2 as pb
 from online.moderator import Answer
+from pipelines.attribution import ModelAttribution
 from pipelines.scores import ModelScores
 
 __all__ = ["check_response"]
@@ -24,6 +25,19 @@ def _scores(scores: ModelScores | None) -> dict[str, pb.TaskScores]:
         task: pb.TaskScores(probabilities=probabilities, label=labels.get(task, ""))
         for task, probabilities in scores.as_dict().items()
     }
+
+
+def _model_spans(attribution: ModelAttribution | None) -> pb.ModelSpans | None:
+    """The words that moved the model, as offsets and drops (``None``: unset in the answer)."""
+    if attribution is None:
+        return None
+    return pb.ModelSpans(
+        output=attribution.output,
+        spans=[
+            pb.ModelSpan(span=pb.TextSpan(start=s.start, end=s.end), drop=s.drop)
+            for s in attribution.spans
+        ],
+    )
 
 
 def check_response(answer: Answer) -> pb.CheckMessageResponse:
@@ -59,4 +73,5 @@ def check_response(answer: Answer) -> pb.CheckMessageResponse:
         ),
         replayed=answer.replayed,
         source_offset=verdict.position.offset,
+        model_spans=_model_spans(verdict.model_spans),
     )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+from pipelines.attribution import ModelAttribution
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleHit
 from pipelines.scores import ModelScores
@@ -67,3 +68,7 @@ class Verdict:
     batch_id: str | None
     queue_ms: float
     inference_ms: float | None
+    model_spans: ModelAttribution | None = None
+    """The words that moved the model's decision (``pipelines.attribution``): raw-text offsets
+    and drops, for escalated verdicts the model decided; ``None`` for every other verdict, and
+    when the attribution's extra model call failed."""

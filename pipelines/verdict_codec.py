@@ -17,7 +17,10 @@ with ``yields_to_model`` when set and ``spans``, ``[[start, end], ...]``, where 
 offsets into the raw message text in Unicode code points, end exclusive, absent when none),
 ``scores`` (``{task: {label: probability}}`` or null; the task ``harms`` only from a model with
 the ``HARMS`` output), ``labels`` (``{task: label}`` for sentiment, intent and toxicity, or null),
-``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``sent_at`` and
+``model_name``, ``model_version`` (or null), ``batch_id`` (or null), ``model_spans`` (the words
+that moved the model's decision, for escalated verdicts the model decided, else null:
+``{"output": "toxicity.hate", "spans": [{"span": [start, end], "drop": 0.41}, ...]}``, raw-text
+offsets as for ``rule_hits``, largest drop first; ``pipelines.attribution``), ``sent_at`` and
 ``created_at`` (ISO-8601 UTC, ``Z`` suffix). Records are keyed by ``group_id`` like the input.
 """
 
@@ -30,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from pipelines.attribution import model_attribution_from_json
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleAction, RuleHit, Severity, spans_from_json
 from pipelines.scores import (
@@ -85,6 +89,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "batch_id",
     "queue_ms",
     "inference_ms",
+    "model_spans",
 )
 """The ``verdicts`` columns a verdict fills, in the order of ``verdict_row``."""
 
@@ -114,8 +119,8 @@ def _utc_iso(moment: datetime) -> str:
 def verdict_row(verdict: Verdict) -> tuple[Any, ...]:
     """The values of ``verdict``'s row, one per ``VERDICT_COLUMNS`` entry.
 
-    ``reasons``, ``rule_hits`` and ``scores`` are JSON text (the SQL casts them); ``batch_id``
-    is a ``UUID``.
+    ``reasons``, ``rule_hits``, ``scores`` and ``model_spans`` are JSON text (the SQL casts
+    them); ``batch_id`` is a ``UUID``.
     """
     result = verdict.result
     scores = verdict.scores
@@ -145,6 +150,7 @@ def verdict_row(verdict: Verdict) -> tuple[Any, ...]:
         uuid.UUID(verdict.batch_id) if verdict.batch_id else None,
         verdict.queue_ms,
         verdict.inference_ms,
+        _dumps(verdict.model_spans.as_dict()) if verdict.model_spans is not None else None,
     )
 
 
@@ -210,6 +216,7 @@ def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
         batch_id=str(row["batch_id"]) if row["batch_id"] is not None else None,
         queue_ms=float(row["queue_ms"]),
         inference_ms=float(inference_ms) if inference_ms is not None else None,
+        model_spans=model_attribution_from_json(_json(row.get("model_spans"))),
     )
 
 
@@ -242,6 +249,7 @@ def verdict_record(verdict: Verdict, *, created_at: datetime) -> dict[str, objec
         "model_name": verdict.model_name,
         "model_version": verdict.model_version,
         "batch_id": verdict.batch_id,
+        "model_spans": verdict.model_spans.as_dict() if verdict.model_spans is not None else None,
         "sent_at": _utc_iso(verdict.sent_at),
         "created_at": _utc_iso(created_at),
     }
@@ -298,6 +306,7 @@ def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
         "model_name": row["model_name"],
         "model_version": row["model_version"],
         "batch_id": str(row["batch_id"]) if row["batch_id"] is not None else None,
+        "model_spans": _json(row.get("model_spans")),
         "sent_at": _utc_iso(row["sent_at"]),
         "created_at": _utc_iso(row["updated_at"]),
     }

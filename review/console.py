@@ -28,6 +28,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from common.logs import get_logger
+from pipelines.attribution import AttributionError
 from pipelines.rule_hits import RuleHitError
 from review.auth import (
     ConsoleSession,
@@ -80,14 +81,18 @@ _OUTCOME_LABELS = {
 }
 
 
-def _message_pieces(text: str | None, rule_hits: list[dict[str, Any]]) -> list[Piece]:
-    """The item's text with what its rules matched marked (plain when a stored span is not an
-    offset pair)."""
+def _message_pieces(
+    text: str | None,
+    rule_hits: list[dict[str, Any]],
+    model_spans: dict[str, Any] | None = None,
+) -> list[Piece]:
+    """The item's text with what its rules matched and the words that moved the model marked
+    (plain when a stored span is not an offset pair)."""
     if not text:
         return []
     try:
-        return highlight(text, rule_hits)
-    except RuleHitError:
+        return highlight(text, rule_hits, model_spans)
+    except (RuleHitError, AttributionError):
         return [Piece(text)]
 
 
@@ -247,7 +252,8 @@ def register_console(app: FastAPI) -> None:
         held = item["status"] == "claimed" and item["claimed_by"] == session.user.name
         svc = request.app.state.review
         hits = ctx.verdict.rule_hits if ctx.verdict is not None else []
-        pieces = _message_pieces(item["message_text"], hits) if ctx.text_visible else []
+        words = ctx.verdict.model_spans if ctx.verdict is not None else None
+        pieces = _message_pieces(item["message_text"], hits, words) if ctx.text_visible else []
         return _page(
             request,
             "item.html",

@@ -572,7 +572,8 @@ class ReviewQueue:
             verdict = await conn.fetchrow(
                 "SELECT decision, decided_by, category, reasons, rule_hits, scores, "
                 "sentiment_label, intent_label, toxicity_label, model_name, model_version, "
-                "batch_id::text AS batch_id, queue_ms, inference_ms, created_at FROM verdicts "
+                "batch_id::text AS batch_id, queue_ms, inference_ms, model_spans, created_at "
+                "FROM verdicts "
                 "WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 "
                 "AND sent_at = $4",
                 message["source_topic"],
@@ -671,6 +672,7 @@ class ReviewQueue:
                     "reasons": list(verdict["reasons"]),
                     "rule_hits": _jsonb(verdict["rule_hits"]),
                     "scores": _jsonb(verdict["scores"]),
+                    "model_spans": _jsonb(verdict["model_spans"]),
                 }
             )
         return ItemContext(

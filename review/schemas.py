@@ -206,6 +206,9 @@ class VerdictDetail(_Model):
     batch_id: str | None
     queue_ms: float
     inference_ms: float | None
+    model_spans: dict[str, Any] | None = None
+    """The words that moved the model's decision (escalated model verdicts): ``{"output": ...,
+    "spans": [{"span": [start, end], "drop": ...}]}``, raw-text offsets (README "Verdicts")."""
     created_at: datetime
 
 

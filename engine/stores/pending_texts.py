@@ -105,20 +105,23 @@ WHERE t.created_at < now() - interval '1 minute'
       AND v.decided_by = 'pending_model')
 """
 
-# The 24 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
+# The 25 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
 # the row is still pending (a second re-scorer racing on the same row updates nothing).
 _APPLY_RESCORE = """
 UPDATE verdicts v
 SET decision = x.d, decided_by = x.db, escalated = x.e, category = x.c, priority = x.pr,
     reasons = ARRAY(SELECT jsonb_array_elements_text(x.rs::jsonb)), scores = x.sc::jsonb,
     sentiment_label = x.sl, intent_label = x.il, toxicity_label = x.tl, model_name = x.mn,
-    model_version = x.mv, batch_id = x.b, inference_ms = x.i, published = false,
+    model_version = x.mv, batch_id = x.b, inference_ms = x.i, model_spans = x.ms::jsonb,
+    published = false,
     updated_at = now()
 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
             $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
             $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
-            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[])
-     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i)
+            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[],
+            $25::text[])
+     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i,
+          ms)
 WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
   AND v.sent_at = x.s AND v.decided_by = 'pending_model'
 RETURNING v.source_topic, v.source_partition, v.source_offset

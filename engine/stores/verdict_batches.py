@@ -72,15 +72,17 @@ INSERT INTO verdicts (
     source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
     text_sha256, decision, decided_by, escalated, category, priority, reasons, rule_hits, scores,
     sentiment_label, intent_label, toxicity_label, model_name, model_version, batch_id,
-    queue_ms, inference_ms)
+    queue_ms, inference_ms, model_spans)
 SELECT t, p, o, s, mid, gid, sid, h, d, db, e, c, pr,
        ARRAY(SELECT jsonb_array_elements_text(rs::jsonb)), rh::jsonb, sc::jsonb,
-       sl, il, tl, mn, mv, b, q, i
+       sl, il, tl, mn, mv, b, q, i, ms::jsonb
 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
             $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
             $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
-            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[])
-     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i)
+            $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[],
+            $25::text[])
+     AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i,
+          ms)
 ON CONFLICT DO NOTHING
 """
 

@@ -54,6 +54,22 @@ class TextSpan(_message.Message):
     end: int
     def __init__(self, start: _Optional[int] = ..., end: _Optional[int] = ...) -> None: ...
 
+class ModelSpan(_message.Message):
+    __slots__ = ("span", "drop")
+    SPAN_FIELD_NUMBER: _ClassVar[int]
+    DROP_FIELD_NUMBER: _ClassVar[int]
+    span: TextSpan
+    drop: float
+    def __init__(self, span: _Optional[_Union[TextSpan, _Mapping]] = ..., drop: _Optional[float] = ...) -> None: ...
+
+class ModelSpans(_message.Message):
+    __slots__ = ("output", "spans")
+    OUTPUT_FIELD_NUMBER: _ClassVar[int]
+    SPANS_FIELD_NUMBER: _ClassVar[int]
+    output: str
+    spans: _containers.RepeatedCompositeFieldContainer[ModelSpan]
+    def __init__(self, output: _Optional[str] = ..., spans: _Optional[_Iterable[_Union[ModelSpan, _Mapping]]] = ...) -> None: ...
+
 class TaskScores(_message.Message):
     __slots__ = ("probabilities", "label")
     class ProbabilitiesEntry(_message.Message):
@@ -82,7 +98,7 @@ class Latency(_message.Message):
     def __init__(self, rules_ms: _Optional[float] = ..., queue_ms: _Optional[float] = ..., inference_ms: _Optional[float] = ..., total_ms: _Optional[float] = ...) -> None: ...
 
 class CheckMessageResponse(_message.Message):
-    __slots__ = ("message_id", "decision", "decided_by", "escalate", "category", "priority", "reasons", "rule_hits", "scores", "model_name", "model_version", "latency", "replayed", "source_offset")
+    __slots__ = ("message_id", "decision", "decided_by", "escalate", "category", "priority", "reasons", "rule_hits", "scores", "model_name", "model_version", "latency", "replayed", "source_offset", "model_spans")
     class ScoresEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +120,7 @@ class CheckMessageResponse(_message.Message):
     LATENCY_FIELD_NUMBER: _ClassVar[int]
     REPLAYED_FIELD_NUMBER: _ClassVar[int]
     SOURCE_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    MODEL_SPANS_FIELD_NUMBER: _ClassVar[int]
     message_id: str
     decision: str
     decided_by: str
@@ -118,7 +135,8 @@ class CheckMessageResponse(_message.Message):
     latency: Latency
     replayed: bool
     source_offset: int
-    def __init__(self, message_id: _Optional[str] = ..., decision: _Optional[str] = ..., decided_by: _Optional[str] = ..., escalate: _Optional[bool] = ..., category: _Optional[str] = ..., priority: _Optional[float] = ..., reasons: _Optional[_Iterable[str]] = ..., rule_hits: _Optional[_Iterable[_Union[RuleHit, _Mapping]]] = ..., scores: _Optional[_Mapping[str, TaskScores]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., latency: _Optional[_Union[Latency, _Mapping]] = ..., replayed: _Optional[bool] = ..., source_offset: _Optional[int] = ...) -> None: ...
+    model_spans: ModelSpans
+    def __init__(self, message_id: _Optional[str] = ..., decision: _Optional[str] = ..., decided_by: _Optional[str] = ..., escalate: _Optional[bool] = ..., category: _Optional[str] = ..., priority: _Optional[float] = ..., reasons: _Optional[_Iterable[str]] = ..., rule_hits: _Optional[_Iterable[_Union[RuleHit, _Mapping]]] = ..., scores: _Optional[_Mapping[str, TaskScores]] = ..., model_name: _Optional[str] = ..., model_version: _Optional[str] = ..., latency: _Optional[_Union[Latency, _Mapping]] = ..., replayed: _Optional[bool] = ..., source_offset: _Optional[int] = ..., model_spans: _Optional[_Union[ModelSpans, _Mapping]] = ...) -> None: ...
 
 class CheckMessagesResponse(_message.Message):
     __slots__ = ("results",)

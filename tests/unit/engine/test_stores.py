@@ -57,6 +57,20 @@ def test_verdict_insert_names_the_codec_columns_in_order() -> None:
     assert _placeholders(pending_texts._APPLY_RESCORE) == len(VERDICT_COLUMNS)
 
 
+def test_rescan_statements_take_every_verdict_array_then_their_own() -> None:
+    """The rescan's statements unnest one array per verdict column; the rescan id (and the
+    changed flags) come right after them, so a column added to the codec moves them along."""
+    from worker import rescan_store
+
+    columns = len(VERDICT_COLUMNS)
+    assert rescan_store._COLUMNS.count(",") + 1 == columns
+    assert _placeholders(rescan_store._KEEP) == columns + 1
+    assert f"rescan_id = ${columns + 1}" in rescan_store._KEEP
+    assert _placeholders(rescan_store._APPLY) == columns + 2
+    assert f"${columns + 2}::bool[]" in rescan_store._APPLY
+    assert "model_spans = x.ms::jsonb" in rescan_store._APPLY
+
+
 def test_verdict_arrays_transpose_the_codec_rows() -> None:
     """Array i holds column i of every verdict, in verdict order."""
     verdicts = [_verdict(3), _verdict(4)]

@@ -87,3 +87,30 @@ def test_harms_reach_the_response_without_a_label() -> None:
     assert response.scores["harms"].label == ""
     assert response.decision == "flag"
     assert response.category == "sexual"
+
+
+def test_model_spans_reach_the_response_as_offsets_and_are_unset_without() -> None:
+    """An escalated model verdict's words are answered as the record publishes them (output,
+    offsets, drops, largest first); a verdict without them leaves the field unset."""
+    from dataclasses import replace
+
+    from pipelines.attribution import AttributedSpan, ModelAttribution
+
+    facts = MessageFacts(SourcePosition("online", 0, 4), "m-4", "g-1", "u-1", SENT_AT, "0f" * 32)
+    verdict = make_verdict(
+        facts, RuleOutcome(), CALM, PolicyThresholds(), ModelRun("moderation", "2"), queue_ms=0.0
+    )
+    assert not check_response(Answer(verdict, False, Latency())).HasField("model_spans")
+    words = ModelAttribution(
+        "toxicity.hate", (AttributedSpan(5, 12, 0.5), AttributedSpan(0, 4, 0.25))
+    )
+    verdict = replace(verdict, model_spans=words)
+    response = check_response(Answer(verdict, False, Latency()))
+    record = verdict_record(verdict, created_at=datetime.now(UTC))
+    assert response.HasField("model_spans")
+    assert response.model_spans.output == record["model_spans"]["output"] == "toxicity.hate"  # type: ignore[index]
+    answered = [
+        {"span": [s.span.start, s.span.end], "drop": s.drop} for s in response.model_spans.spans
+    ]
+    assert answered == record["model_spans"]["spans"]  # type: ignore[index]
+    assert answered[0] == {"span": [5, 12], "drop": 0.5}

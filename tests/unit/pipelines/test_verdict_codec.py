@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from pipelines.attribution import AttributedSpan, ModelAttribution
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleAction, RuleHit, RuleHitError, Severity
 from pipelines.scores import ModelScores, ScoreRowError
@@ -94,6 +95,7 @@ def test_record_fields() -> None:
         "model_name": "moderation",
         "model_version": "1",
         "batch_id": "b-9",
+        "model_spans": None,
         "sent_at": "2026-05-01T12:00:00Z",
         "created_at": "2026-05-01T12:00:01.500000Z",
     }
@@ -332,3 +334,26 @@ def test_stored_spans_that_are_not_offsets_are_refused(spans: object) -> None:
     ``RuleHitError`` (a ``PipelineError``), not a hit with nonsense offsets."""
     with pytest.raises(RuleHitError):
         hits_from_json([{**HIT_AS_STORED, "spans": spans}])
+
+
+def test_model_spans_are_stored_published_and_read_back_as_offsets() -> None:
+    """An escalated verdict's model spans go into the row and the record as offsets, output
+    name and drop (no text), the relay's record equals the first one, and the row reads back
+    as the same verdict; a row stored before the column reads back without them."""
+    spans = ModelAttribution(
+        "toxicity.hate", (AttributedSpan(5, 12, 0.5), AttributedSpan(0, 4, 0.125))
+    )
+    verdict = replace(_stored_verdict(True), model_spans=spans)
+    updated = datetime(2026, 12, 2, 12, 5, tzinfo=UTC)
+    row = _as_read(verdict, updated)
+    stored = {
+        "output": "toxicity.hate",
+        "spans": [{"span": [5, 12], "drop": 0.5}, {"span": [0, 4], "drop": 0.125}],
+    }
+    assert orjson.loads(row["model_spans"]) == stored
+    assert verdict_record(verdict, created_at=updated)["model_spans"] == stored
+    assert record_from_row(row) == verdict_record(verdict, created_at=updated)
+    assert verdict_from_row(row) == verdict
+    del row["model_spans"]  # read by a query from before the column
+    assert verdict_from_row(row).model_spans is None
+    assert record_from_row(row)["model_spans"] is None

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+
+import jinja2
 import pytest
 
+import review.console
+from pipelines.attribution import AttributionError
 from pipelines.rule_hits import RuleHitError
 from review.highlight import Piece, highlight
 
@@ -46,3 +53,55 @@ def test_spans_that_are_not_offsets_are_refused() -> None:
     """A stored span that is not a pair of offsets is a typed error."""
     with pytest.raises(RuleHitError):
         highlight("abc", [{"rule_id": "r", "spans": [["a", "b"]]}])
+
+
+WORDS = {"output": "toxicity.hate", "spans": [{"span": [5, 12], "drop": 0.61}]}
+
+
+def test_model_spans_mark_their_words_beside_the_rules() -> None:
+    """The words that moved the model are marked with their drop, apart from the rules' marks;
+    where both cover a piece, the piece carries both."""
+    text = "well f.u.c.k y0u"
+    hits = [{"rule_id": "kw", "spans": [[5, 16]]}]
+    assert highlight(text, [], WORDS) == [
+        Piece("well "),
+        Piece("f.u.c.k", (), 0.61),
+        Piece(" y0u"),
+    ]
+    assert highlight(text, hits, WORDS) == [
+        Piece("well "),
+        Piece("f.u.c.k", ("kw",), 0.61),
+        Piece(" y0u", ("kw",)),
+    ]
+    assert highlight(text, hits, None) == highlight(text, hits)
+
+
+def test_model_spans_that_are_not_offsets_are_refused() -> None:
+    with pytest.raises(AttributionError):
+        highlight("abc", [], {"output": "toxicity.hate", "spans": [{"span": [2, 1], "drop": 1}]})
+
+
+def _message_block(pieces: list[Piece], model_spans: Mapping[str, object] | None) -> str:
+    """The item page's message text and legends, rendered from the template's own lines."""
+    source = (Path(review.console.__file__).parent / "templates" / "item.html").read_text()
+    start = source.index('  <blockquote class="toxic"')
+    end = source.index("  {% else %}", start)
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    ctx = SimpleNamespace(verdict=SimpleNamespace(model_spans=model_spans))
+    return env.from_string(source[start:end]).render(pieces=pieces, ctx=ctx)
+
+
+def test_the_console_marks_model_words_in_their_own_style() -> None:
+    html = _message_block(highlight("well f.u.c.k y0u", [], WORDS), WORDS)
+    assert '<mark class=" model" title="model drop 0.61">f.u.c.k</mark>' in html
+    assert 'id="model-legend"' in html
+    assert "toxicity.hate" in html
+    assert 'id="hit-legend"' not in html
+    whole = {"output": "toxicity.hate", "spans": [{"span": [0, 7], "drop": 0.61}]}
+    both = _message_block(
+        highlight("f.u.c.k", [{"rule_id": "kw", "spans": [[0, 7]]}], whole), whole
+    )
+    assert '<mark class="hit model" title="kw · model drop 0.61">f.u.c.k</mark>' in both
+    plain = _message_block(highlight("f.u.c.k", [{"rule_id": "kw", "spans": [[0, 7]]}]), None)
+    assert '<mark class="hit" title="kw">f.u.c.k</mark>' in plain
+    assert 'id="model-legend"' not in plain
