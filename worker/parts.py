@@ -277,7 +277,9 @@ def build_rescan(
         strikes=StrikeStore(parts.database),
         policy=parts.policy,
         publisher=parts.publisher,
-        outbox=parts.marks,
+        # Marked at once: a rescan writes no verdict batches that could carry its marks, and
+        # queued marks would die with the command (the changed rows would stay unpublished).
+        outbox=parts.outbox,
         verdict_topic=settings.kafka.verdict_topic,
         throttle=TokenBucket(rate, burst=max(rate, float(batch_items))),
         batch_items=batch_items,
