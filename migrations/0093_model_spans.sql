@@ -8,3 +8,7 @@ ALTER TABLE verdicts ADD COLUMN model_spans jsonb;
 
 -- The review service shows them to the claim holder (review/console.py), beside rule_hits.
 GRANT SELECT (model_spans) ON verdicts TO modstream_review;
+
+-- The worker writes them with the verdict (INSERT is granted on the whole table) and rewrites
+-- them when re-scoring a pending verdict or rescanning (UPDATE is granted column by column).
+GRANT UPDATE (model_spans) ON verdicts TO modstream_worker;
