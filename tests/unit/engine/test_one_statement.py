@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import uuid
-from datetime import UTC, datetime
 
 import pytest
 
@@ -13,28 +11,7 @@ from engine.stores.pending_texts import PendingText
 from engine.stores.review_items import Escalation
 from engine.stores.verdict_batches import DeadLetter, VerdictBatch, batch_parts
 from pipelines.messages import SourcePosition
-from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
-
-SENT_AT = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
-
-
-def _verdict(offset: int) -> Verdict:
-    return Verdict(
-        position=SourcePosition("chat.messages", 1, offset),
-        message_id=f"m-{offset}",
-        group_id="g",
-        sender_id="u",
-        sent_at=SENT_AT,
-        text_sha256="0" * 64,
-        rule_hits=(),
-        scores=None,
-        result=PolicyResult(Decision.FLAG, DecidedBy.PENDING_MODEL, True, "spam", 0.4, ("a",)),
-        model_name=None,
-        model_version=None,
-        batch_id=str(uuid.UUID(int=offset)),
-        queue_ms=1.0,
-        inference_ms=None,
-    )
+from tests.unit.engine.test_stores import SENT_AT, _verdict
 
 
 def test_shift_renumbers_whole_placeholders() -> None:
