@@ -2,8 +2,8 @@
 
 :meth:`RuleStage.evaluate` canonicalises a message once and hands that one canonical text to the
 rule engine and, through ``Work.model_text``, to the model, so neither does it again. The engine
-is the one in use now for the message's tenant: the default tenant (``None``, every message
-today) uses the default stack (``rules.path`` or the shipped set), a tenant with a rule file in
+is the one in use now for the message's tenant (``ChatMessage.tenant``): the default tenant uses
+the default stack (``rules.path`` or the shipped set), a tenant with a rule file in
 ``rules.tenants_dir`` uses its own stack's engine, shared with every tenant of an equal stack
 (``pipelines.rules.shared_engines``), and any other tenant the default. A reload of the rule
 file (``engine.rules_watch``) or of a tenant's (``engine.tenant_rules_watch``) swaps the engine
@@ -20,6 +20,7 @@ from pipelines.canonical import canonicalize
 from pipelines.messages import ChatMessage
 from pipelines.rule_hits import RuleOutcome
 from pipelines.rules import RuleEngine
+from pipelines.tenants import is_default
 
 __all__ = ["RuleStage"]
 
@@ -32,11 +33,11 @@ class RuleStage:
         self._metrics = metrics
         self._count_engines()
 
-    def evaluate(self, message: ChatMessage, tenant: str | None = None) -> tuple[RuleOutcome, str]:
-        """The rule outcome of ``message`` under ``tenant``'s rules (``None``: the default
-        tenant's) and the canonical text the model scores."""
+    def evaluate(self, message: ChatMessage) -> tuple[RuleOutcome, str]:
+        """The rule outcome of ``message`` under its tenant's rules and the canonical text the
+        model scores."""
         canonical = canonicalize(message.text)
-        outcome = self.engine_for(tenant).evaluate(message, canonical)
+        outcome = self.engine_for(message.tenant).evaluate(message, canonical)
         for hit in outcome.hits:
             self._metrics.rule_hits_total.labels(hit.category).inc()
         return outcome, canonical.text
@@ -44,9 +45,9 @@ class RuleStage:
     def engine_for(self, tenant: str | None) -> RuleEngine:
         """The engine ``tenant``'s messages are evaluated with; a tenant without a rule file
         (or whose file never loaded) gets the default."""
-        if tenant is None:
+        if is_default(tenant):
             return self.engine
-        return self._tenants.get(tenant, self.engine)
+        return self._tenants.get(tenant, self.engine) if tenant is not None else self.engine
 
     @property
     def tenants(self) -> Mapping[str, RuleEngine]:

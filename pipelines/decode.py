@@ -13,6 +13,8 @@ The record is a UTF-8 JSON object:
                  epoch milliseconds; normalised to an aware UTC ``datetime``
 ``metadata``     optional JSON object (absent or ``null`` means ``{}``), nested at most
                  ``MAX_METADATA_DEPTH`` levels and holding at most ``MAX_METADATA_NODES`` values
+``tenant``       optional tenant id (``pipelines.tenants``: 1..64 of ``a-z0-9_-``); absent or
+                 ``null`` is the default tenant
 ===============  ==========================================================================
 
 Unknown top-level fields are ignored; ``null`` counts as absent. No string may contain U+0000
@@ -36,6 +38,7 @@ import orjson
 
 from pipelines.errors import PipelineError
 from pipelines.messages import ChatMessage
+from pipelines.tenants import DEFAULT_TENANT, TENANT_ID
 
 __all__ = [
     "MAX_ID_CHARS",
@@ -79,6 +82,7 @@ class DecodeErrorCode(StrEnum):
     NUL_BYTE = "nul_byte"
     TOO_DEEP = "too_deep"
     METADATA_TOO_LARGE = "metadata_too_large"
+    BAD_TENANT = "bad_tenant"
 
 
 class DecodeError(PipelineError):
@@ -124,6 +128,7 @@ def message_from_fields(
         text=_text_field(document, max_text_chars),
         sent_at=_sent_at(document),
         metadata=_metadata(document),
+        tenant=_tenant(document),
     )
 
 
@@ -238,6 +243,18 @@ def _aware_utc(moment: datetime) -> datetime:
         raise DecodeError(
             "field 'sent_at' is out of range in UTC", DecodeErrorCode.BAD_TIMESTAMP
         ) from None
+
+
+def _tenant(document: dict[str, object]) -> str:
+    if document.get("tenant") is None:
+        return DEFAULT_TENANT
+    value = _string(document, "tenant")
+    if not TENANT_ID.fullmatch(value):
+        raise DecodeError(
+            f"field 'tenant' is not a tenant id (it must match {TENANT_ID.pattern})",
+            DecodeErrorCode.BAD_TENANT,
+        )
+    return value
 
 
 def _metadata(document: dict[str, object]) -> Mapping[str, object]:

@@ -6,6 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from pipelines.tenants import DEFAULT_TENANT
+
 __all__ = ["ChatMessage", "PartitionKey", "SourcePosition"]
 
 
@@ -27,7 +29,8 @@ class ChatMessage:
     """One validated chat message (see the README's message schema).
 
     ``metadata`` is free-form platform context. Keys the rule engine understands are documented
-    in the README (for example ``sender_joined_at`` for new-account rules).
+    in the README (for example ``sender_joined_at`` for new-account rules). ``tenant`` is the
+    community the message belongs to (``pipelines.tenants``): its rules and policy decide it.
     """
 
     message_id: str
@@ -36,3 +39,4 @@ class ChatMessage:
     text: str
     sent_at: datetime
     metadata: Mapping[str, object] = field(default_factory=dict)
+    tenant: str = DEFAULT_TENANT

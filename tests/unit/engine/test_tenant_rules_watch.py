@@ -17,6 +17,7 @@ from engine.tenant_rules_watch import TenantRulesWatcher
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset, parse_ruleset
 from pipelines.rules.shared_engines import EngineShelf
+from pipelines.tenants import DEFAULT_TENANT
 from tests.unit.pipelines.rules.layer_files import BASE, LAYER, write
 
 _SENT_AT = datetime(2026, 5, 1, tzinfo=UTC)
@@ -24,8 +25,8 @@ _LAYER = LAYER.replace('"base.toml"', '"_base.toml"')
 
 
 def _hits(stage: RuleStage, text: str, tenant: str | None) -> set[str]:
-    message = ChatMessage("m", "g", "u", text, _SENT_AT, {})
-    return {hit.rule_id for hit in stage.evaluate(message, tenant)[0].hits}
+    message = ChatMessage("m", "g", "u", text, _SENT_AT, {}, tenant or DEFAULT_TENANT)
+    return {hit.rule_id for hit in stage.evaluate(message)[0].hits}
 
 
 def _touch(path: Path, text: str, bump_s: int) -> None:

@@ -20,6 +20,7 @@ from pipelines.decode import (
 )
 from pipelines.errors import PipelineError
 from pipelines.messages import ChatMessage
+from pipelines.tenants import DEFAULT_TENANT
 
 MAX_BYTES = 1_048_576
 SECRET = "SECRET-TEXT-do-not-log"
@@ -331,3 +332,32 @@ def test_arbitrary_records_decode_or_raise_decode_error(record: dict[str, object
         assert result.sent_at.tzinfo is not None
         assert result.text.strip()
         assert 0 < len(result.message_id) <= MAX_ID_CHARS
+
+
+def test_tenant_is_optional_and_defaults() -> None:
+    """No tenant, or null, is the default tenant; a valid id is carried over."""
+    assert _decode(_record()).tenant == DEFAULT_TENANT
+    assert _decode(_record(tenant=None)).tenant == DEFAULT_TENANT
+    assert _decode(_record(tenant="game-server_7")).tenant == "game-server_7"
+
+
+@pytest.mark.parametrize(
+    ("tenant", "code"),
+    [
+        ("", DecodeErrorCode.BAD_TENANT),
+        ("Acme", DecodeErrorCode.BAD_TENANT),
+        ("-acme", DecodeErrorCode.BAD_TENANT),
+        ("a" * 65, DecodeErrorCode.BAD_TENANT),
+        ("acme/../b", DecodeErrorCode.BAD_TENANT),
+        (SECRET, DecodeErrorCode.BAD_TENANT),
+        (7, DecodeErrorCode.WRONG_TYPE),
+        (["acme"], DecodeErrorCode.WRONG_TYPE),
+        ("ac\x00me", DecodeErrorCode.NUL_BYTE),
+    ],
+)
+def test_bad_tenant_is_refused_without_echoing_it(tenant: object, code: DecodeErrorCode) -> None:
+    """A tenant that is not a tenant id is refused with a code, and the reason never repeats it."""
+    with pytest.raises(DecodeError) as info:
+        _decode(_record(tenant=tenant))
+    assert info.value.code is code
+    assert SECRET not in info.value.reason
