@@ -426,9 +426,15 @@ def _format_real_text(real: dict[str, Any]) -> list[str]:
     for model, figures in real.items():
         for name in ("everyday_en", "everyday_en_film", "everyday_zh"):
             f = figures[name]
+            audited = ""
+            if "false_flag_rate" in f:
+                audited = (
+                    f" false_flag={f['false_flag_rate']:.4f} harmful_flags={f['flags_harmful']}"
+                    f" unaudited_flags={f['flags_unaudited']}"
+                )
             lines.append(
                 f"realtext  {model:14s} {name:16s} n={f['lines']:5d} flag={f['flag_rate']:.4f} "
-                f"block={f['block_rate']:.4f} escalate={f['escalate_rate']:.4f}"
+                f"block={f['block_rate']:.4f} escalate={f['escalate_rate']:.4f}{audited}"
             )
         ins = figures["insults"]
         cv = "".join(f" {k}={ins[k]:.4f}" for k in ("model_cv_auc", "model_auc") if k in ins)

@@ -5,8 +5,9 @@ Three measures, each for every served moderation model side by side:
 - **everyday flag and block rates**: the worker's whole decision (rules, model, policy at the
   default thresholds) on the held-out conversations of :mod:`modelbuild.real_text`: real Chinese
   customer-service dialogue lines, real English text messages that are not spam, and English
-  film dialogue (held-out scenes). Nobody labelled these lines: most flags there are false
-  positives a real user would have met, a few are real abuse between real people.
+  film dialogue (held-out scenes). Nobody labelled these lines in advance; a person read every
+  line the served model flags there (:mod:`modelbuild.flag_audit`), so each set also reports its
+  false flag rate: flags on lines not read as harmful (a flag nobody read counts as false).
 - **the insult label** of the human-labelled comments of ``train.csv``: the area under the ROC
   and precision-recall curves of the whole decision's harm score, the share of insults the
   decision flags or blocks (catch) and the share of other comments it flags. A model whose
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from modelbuild.canonical_inputs import canonical_text
+from modelbuild.flag_audit import FlagAudit, load_audit
 from modelbuild.real_text import LabelledLine, RealText
 from modelbuild.whole_decision import Scorer, decide_and_score
 from pipelines.scores import HARM_LABELS, ModelScores
@@ -40,16 +42,23 @@ __all__ = [
 _INSULT = HARM_LABELS.index("insult")
 
 
-def everyday_rates(texts: Sequence[str], scorer: Scorer) -> dict[str, Any]:
+def everyday_rates(
+    texts: Sequence[str], scorer: Scorer, audit: FlagAudit | None = None
+) -> dict[str, Any]:
     """Flag, block and escalation rates of the whole decision on everyday lines, and the
-    categories and reasons of the flags (counts; never the text)."""
+    categories and reasons of the flags (counts; never the text); with ``audit``, its figures
+    for these flags too."""
     decided = [d.result for d in decide_and_score(texts, scorer)]
     kept = [r for r in decided if r is not None]
+    kept_texts = [t for t, r in zip(texts, decided, strict=True) if r is not None]
     n = len(kept)
     flagged = [r for r in kept if r.decision != Decision.ALLOW]
     blocked = [r for r in kept if r.decision == Decision.BLOCK]
     escalated = [r for r in kept if r.escalate]
     reasons = Counter(reason.split("=")[0] for r in flagged for reason in r.reasons)
+    audited: dict[str, Any] = {}
+    if audit is not None:
+        audited = audit.figures(kept_texts, [r.decision != Decision.ALLOW for r in kept])
     return {
         "lines": n,
         "flag_rate": round(len(flagged) / n, 4) if n else 0.0,
@@ -57,6 +66,7 @@ def everyday_rates(texts: Sequence[str], scorer: Scorer) -> dict[str, Any]:
         "escalate_rate": round(len(escalated) / n, 4) if n else 0.0,
         "flag_categories": dict(Counter(str(r.category) for r in flagged).most_common()),
         "flag_reasons": dict(reasons.most_common(12)),
+        **audited,
     }
 
 
@@ -111,6 +121,7 @@ def grade_real_text(
 
     labels = [c.label for c in real.insults]
     keys = [canonical_text(c.text) for c in real.insults]
+    audits = load_audit()
     report: dict[str, Any] = {}
     for model, scorer in scorers.items():
         insult_scorer = scorer
@@ -125,9 +136,11 @@ def grade_real_text(
             model_auc = roc_auc_score(labels, [1.0 - r.toxicity[0] for r in rows])
             figures["model_auc"] = round(float(model_auc), 4)
         report[model] = {
-            "everyday_en": everyday_rates(real.en_held_out, scorer),
-            "everyday_en_film": everyday_rates(real.movie_held_out, scorer),
-            "everyday_zh": everyday_rates(real.zh_held_out, scorer),
+            "everyday_en": everyday_rates(real.en_held_out, scorer, audits["everyday_en"]),
+            "everyday_en_film": everyday_rates(
+                real.movie_held_out, scorer, audits["everyday_en_film"]
+            ),
+            "everyday_zh": everyday_rates(real.zh_held_out, scorer, audits["everyday_zh"]),
             "insults": {**insult_figures(real.insults, insult_scorer), **figures},
         }
     return report
