@@ -4,7 +4,8 @@
 The file name is the tenant id, so it is checked like one (``pipelines.tenants``). The default
 tenant has no file there: its policy is ``policy_file.path`` (or the ``policy`` settings), so a
 file named ``default.toml`` is refused. A proposal ``modstream policy calibrate --tenant T``
-writes beside the live files, ``<tenant id>.proposed.toml``, is not a tenant's policy: the
+writes beside the live files, ``<tenant id>.proposed.toml`` (and its report), is not a
+tenant's policy: the
 folder's watch passes it by (:func:`is_proposal`), as it does names starting with ``.`` or ``_``.
 """
 
@@ -41,8 +42,9 @@ def tenant_of_policy_file(file_name: str) -> str:
 
 
 def is_proposal(file_name: str) -> bool:
-    """Whether ``file_name`` is a calibration proposal (``acme.proposed.toml``), not a policy."""
-    return file_name.endswith(PROPOSAL_SUFFIX)
+    """Whether ``file_name`` is a calibration proposal or its report (``acme.proposed.toml``,
+    ``acme.proposed.report.json``), not a policy: no tenant id holds a dot."""
+    return PROPOSAL_SUFFIX.removesuffix(POLICY_FILE_SUFFIX) + "." in file_name
 
 
 def proposal_path(folder: Path, tenant: str) -> Path:
