@@ -374,10 +374,10 @@ def check_lines(path: Path, base: PolicyThresholds) -> list[str]:
         )
         level = line.level if line.named else f"{line.level} (settings)"
         cells = [
-            _cell(line.thresholds[f], f in line.explicit) if f is not None else "-"
+            _cell(line.thresholds[f], f in line.explicit) if f is not None else "- "
             for f in (flag, block)
         ]
-        lines.append(f"{line.category:<22}{level:<18}{cells[0]:>8}{cells[1]:>8}")
+        lines.append(f"{line.category:<22}{level:<18}{cells[0]:>8}{cells[1]:>8}".rstrip())
     band = [f for f in dataclasses.asdict(thresholds) if SHIPPED_LEVELS.category_of(f) is None]
     lines += [
         f"{name} = {getattr(thresholds, name):g}{' *' if name in document.values else ''}"

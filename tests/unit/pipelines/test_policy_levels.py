@@ -276,3 +276,30 @@ def test_a_severe_harm_at_low_still_flags_and_escalates() -> None:
     assert (got.decision, got.escalate, got.category) == (Decision.FLAG, True, "threat")
     below = decide(RuleOutcome(), _scores(harms={"threat": at - 0.01}), low)
     assert below.decision is Decision.ALLOW
+
+
+def _cell(values: dict[str, float] | None) -> str:
+    if values is None:
+        return "— (refused)"
+    shown = {
+        name.split("_", 1)[0]: "never" if value >= OFF_THRESHOLD else f"{value:g}"
+        for name, value in values.items()
+    }
+    return f"{shown['flag']} / {shown.get('block', '—')}"
+
+
+def test_the_documented_table_is_the_data_file() -> None:
+    """docs/policy.md's table of levels says what pipelines/policy_levels.toml holds."""
+    docs = Path(__file__).resolve().parents[3] / "docs" / "policy.md"
+    rows = [
+        line for line in docs.read_text(encoding="utf-8").splitlines() if line.startswith("| `")
+    ]
+    expected = [
+        f"| `{c.name}` | "
+        + " | ".join(
+            _cell(dict(c.levels[level]) if level in c.levels else None) for level in LEVELS
+        )
+        + " |"
+        for c in SHIPPED_LEVELS.categories.values()
+    ]
+    assert rows[: len(expected)] == expected
