@@ -2,22 +2,25 @@
 files name different levels get different verdicts for the same text from one worker; a reload of
 one tenant's file changes its next verdicts and leaves the other's alone; a bad file is refused
 for its tenant only. And a per-tenant calibration on a database whose verdicts carry no tenant
-is refused by ``modstream policy calibrate`` with nothing written."""
+is refused by ``modstream policy calibrate`` with nothing written, and on verdicts that carry a
+tenant it reads that tenant's decisions alone."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import subprocess
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
 import orjson
 import pytest
 from prometheus_client import CollectorRegistry
+from pydantic import SecretStr
 
 from engine.metrics import Metrics
 from engine.parts import build_parts
@@ -25,6 +28,8 @@ from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import parse_policy
 from stack.samples import SampleRecord, produce
 from tests.integration.conftest import wait_until
+from tests.support import temporary_database
+from worker import policy_command
 from worker.app import Worker
 from worker.parts import build_stream_parts
 from worker.settings import WorkerSettings
@@ -193,3 +198,98 @@ def test_a_tenants_calibration_needs_verdicts_that_carry_the_tenant(
         check=False,
     )
     assert whole.returncode == 1, whole.stderr
+
+
+_SCRATCH_VIEW = """
+CREATE SCHEMA scratch_tenants;
+CREATE VIEW scratch_tenants.analytics_verdicts AS
+SELECT v.*, CASE WHEN v.group_id = 'g-acme' THEN 'acme' ELSE 'other' END AS tenant
+FROM public.analytics_verdicts v;
+"""
+"""Stands for the verdicts' tenant column the tenants migration adds: a view of the same name,
+found first on the connection's search_path, with the tenant read off the group."""
+
+
+async def _seed_decision(
+    conn: asyncpg.Connection,  # type: ignore[type-arg]
+    offset: int,
+    group: str,
+    hate: float,
+    *,
+    harmful: bool,
+) -> None:
+    sent = datetime.now(UTC) - timedelta(days=1)
+    scores = {
+        "sentiment": {"negative": 0.2, "neutral": 0.6, "positive": 0.2},
+        "intent": {"chat": 1.0, "question": 0.0, "spam": 0.0, "advertisement": 0.0},
+        "toxicity": {"none": 1.0 - hate, "offensive": 0.0, "hate": hate},
+    }
+    await conn.execute(
+        "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, "
+        "message_id, group_id, sender_id, text_sha256, decision, decided_by, escalated, "
+        "category, scores, model_name, model_version) VALUES ('cal.chat', 0, $1, $2, $3, $4, "
+        "'u', repeat('a', 64), 'flag', 'model', true, 'hate', $5::jsonb, 'moderation', '2')",
+        offset,
+        sent,
+        f"cal-{offset}",
+        group,
+        orjson.dumps(scores).decode(),
+    )
+    await conn.execute(
+        "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
+        "message_id, group_id, sender_id, message_text, category, auto_decision, status, "
+        "resolution, resolved_by, resolved_at) VALUES ('cal.chat', 0, $1, $2, $3, $4, 'u', "
+        "'text', 'hate', 'flag', 'resolved', $5, 'mod-1', $6)",
+        offset,
+        sent,
+        f"cal-{offset}",
+        group,
+        "ban" if harmful else "approve",
+        sent + timedelta(hours=1),
+    )
+
+
+async def test_a_tenants_calibration_reads_that_tenants_decisions_alone(
+    stack_settings: WorkerSettings, tmp_path: Path
+) -> None:
+    """Against verdicts that carry a tenant (a scratch view standing for the column), the
+    filter keeps ``acme``'s decisions only: hate 0.00-0.99, harmful from 0.70, propose 0.67.
+    The other tenant's decisions, all harmful, pull the whole install's proposal lower."""
+    async with temporary_database(stack_settings, prefix="mstest_strict") as scoped:
+        dsn = scoped.postgres.dsn.get_secret_value()
+        conn = await asyncpg.connect(dsn)
+        try:
+            offset = 0
+            for i in range(100):
+                await _seed_decision(conn, offset, "g-acme", i / 100, harmful=i >= 70)
+                await _seed_decision(conn, offset + 1, "g-other", i / 100, harmful=True)
+                offset += 2
+            await conn.execute(_SCRATCH_VIEW)
+        finally:
+            await conn.close()
+        on_path = f"{dsn}?search_path=scratch_tenants,public"
+        settings = scoped.model_copy(
+            update={
+                "postgres": scoped.postgres.model_copy(update={"dsn": SecretStr(on_path)}),
+                "policy_file": scoped.policy_file.model_copy(update={"tenants_dir": tmp_path}),
+            }
+        )
+        calibrate = functools.partial(
+            policy_command.calibrate,
+            settings,
+            since=datetime.now(UTC) - timedelta(days=30),
+            until=datetime.now(UTC),
+            target_precision=0.9,
+            min_decisions=50,
+            confidence=0.95,
+            model=("moderation", ""),
+            resamples=20,
+        )
+        acme = await calibrate(out=tmp_path / "acme.proposed.toml", tenant="acme")
+        whole = await calibrate(out=tmp_path / "all.toml")
+    by_category = {p["category"]: p for p in acme["proposals"]}
+    assert acme["decisions"] == 100
+    assert by_category["hate"]["threshold"] == pytest.approx(0.67)
+    assert whole["decisions"] == 200
+    whole_hate = next(p for p in whole["proposals"] if p["category"] == "hate")
+    assert whole_hate["threshold"] < by_category["hate"]["threshold"]
