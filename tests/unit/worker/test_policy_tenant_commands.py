@@ -173,7 +173,14 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[str | None]:
 
     monkeypatch.setattr(policy_command, "Database", _FakeDatabase)
     monkeypatch.setattr(policy_command, "ModeratorDecisionStore", _Store)
+    _keep_logging(monkeypatch)
     return tenants
+
+
+def _keep_logging(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command configures logging onto the standard output; under ``capsys`` that is a
+    capture closed after the test, which later tests' logs would be written to."""
+    monkeypatch.setattr(policy_command, "configure_logging", lambda _level: None)
 
 
 def _settings(folder: Path | None, live: Path | None = None) -> WorkerSettings:
@@ -290,6 +297,7 @@ def test_a_database_without_the_tenant_column_exits_2(
 
     monkeypatch.setattr(policy_command, "Database", _FakeDatabase)
     monkeypatch.setattr(policy_command, "ModeratorDecisionStore", _Store)
+    _keep_logging(monkeypatch)
     monkeypatch.setenv("MODSTREAM_POLICY_FILE__TENANTS_DIR", str(tmp_path))
     assert main(["policy", "calibrate", "--tenant", "acme"]) == 2
     assert "no tenant column" in capsys.readouterr().err
