@@ -263,7 +263,8 @@ class Metrics:
         )
         self.policy_reloads_total = Counter(
             "modstream_policy_reloads_total",
-            "Policy file reloads, by result (installed or rejected: the thresholds in use stay).",
+            "Policy file reloads, the tenants' included, by result (installed or rejected: the "
+            "thresholds in use stay).",
             ["result"],
             registry=r,
         )
@@ -271,8 +272,14 @@ class Metrics:
             self.policy_reloads_total.labels(result)
         self.policy_threshold = Gauge(
             "modstream_policy_threshold",
-            "The policy thresholds every decision uses now (settings, then the policy file).",
+            "The default tenant's policy thresholds every decision uses now (settings, then the "
+            "policy file).",
             ["threshold"],
+            registry=r,
+        )
+        self.policy_tenants = Gauge(
+            "modstream_policy_tenants",
+            "Tenants deciding with a policy file of their own (policy_file.tenants_dir).",
             registry=r,
         )
         self.rescan_kept_total = Counter(

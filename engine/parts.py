@@ -67,6 +67,7 @@ from engine.stores.strikes import StrikeStore
 from engine.stores.verdict_batches import VerdictBatchStore
 from engine.stores.verdict_outbox import VerdictOutboxStore
 from engine.supervisor import stop_within
+from engine.tenant_policy_watch import TenantPolicyWatcher
 from engine.tenant_rules_watch import TenantRulesWatcher
 from engine.triton import TritonModerationClient
 from pipelines.policy import PolicyThresholds
@@ -136,6 +137,8 @@ class ModerationParts:
     tenant_rules_watch: TenantRulesWatcher | None = None
     """Reloads the tenant folder's rule files (``None``: no folder, or no reloading)."""
     policy_watch: PolicyWatcher | None = None
+    tenant_policy_watch: TenantPolicyWatcher | None = None
+    """Reloads the tenant folder's policy files (``None``: no folder, or no reloading)."""
     shadow: ShadowScorer | None = None
     """Scores every model batch with ``triton.shadow_model_name`` (``None``: no shadow)."""
     give_up: asyncio.Event = field(default_factory=asyncio.Event)
@@ -190,6 +193,22 @@ def _policy(
             f.path, f.reload_interval_s, settings.policy, stage.install, on_reject=stage.reject
         )
     return stage, watch
+
+
+def _tenant_policies(
+    settings: ModerationSettings, stage: PolicyStage
+) -> TenantPolicyWatcher | None:
+    """The tenant folder's policy files, loaded into ``stage`` now (a tenant file that does not
+    load is refused and logged; the others and the default still start), and its watch;
+    ``None`` without ``policy_file.tenants_dir``."""
+    f = settings.policy_file
+    if f.tenants_dir is None:
+        return None
+    watch = TenantPolicyWatcher(
+        f.tenants_dir, f.reload_interval_s, stage, settings.policy, max_tenants=f.max_tenants
+    )
+    watch.load_all()
+    return watch
 
 
 def _shadow(
@@ -255,6 +274,7 @@ def build_parts(
     marks = CarriedMarks(outbox, wait_s=rel.published_mark_wait_s)
     rules = RuleStage(_rule_engine(settings.rules), metrics)
     policy, policy_watch = _policy(settings, metrics)
+    tenant_policy_watch = _tenant_policies(settings, policy)
     tenant_watch = _tenant_rules(settings.rules, rules)
     watch = None
     if settings.rules.path is not None and settings.rules.reload_interval_s > 0:
@@ -298,6 +318,9 @@ def build_parts(
         rules_watch=watch,
         tenant_rules_watch=tenant_watch if settings.rules.reload_interval_s > 0 else None,
         policy_watch=policy_watch,
+        tenant_policy_watch=(
+            tenant_policy_watch if settings.policy_file.reload_interval_s > 0 else None
+        ),
         shadow=_shadow(settings, metrics, database, policy),
     )
 

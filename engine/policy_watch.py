@@ -1,9 +1,10 @@
 """Reload the policy file without a restart (``policy_file.path``), like the rule file.
 
-The file (``pipelines.policy_file``: a ``[thresholds]`` table of ``PolicyThresholds`` fields)
-is read over the thresholds the service was configured with, so a key it leaves out keeps that
-value. A file that does not load (bad TOML, an unknown key, a threshold out of range or above
-its block threshold) is rejected with a ``policy_reload_rejected`` log naming the problem and
+The file (``pipelines.policy_file``: a ``[levels]`` table of strictness levels and a
+``[thresholds]`` table of ``PolicyThresholds`` fields) is read over the thresholds the service
+was configured with, so a key it leaves out keeps that value. A file that does not load (bad
+TOML, an unknown key or level, a threshold out of range or above its block threshold) is
+rejected with a ``policy_reload_rejected`` log naming the problem and
 ``modstream_policy_reloads_total{result="rejected"}``; the thresholds in use stay.
 """
 

@@ -87,7 +87,12 @@ class Publisher(RecordPublisher, Protocol):
 class Shadow(Protocol):
     """The shadow scorer as the processor sees it (``engine.shadow.ShadowScorer``)."""
 
-    def submit(self, live: Sequence[Verdict], model_texts: Sequence[str]) -> None: ...
+    def submit(
+        self,
+        live: Sequence[Verdict],
+        model_texts: Sequence[str],
+        tenants: Sequence[str] | None = None,
+    ) -> None: ...
 
 
 class Acknowledger(Protocol):
@@ -193,7 +198,9 @@ class BatchProcessor:
                 kept = {v.position for v in stored}
                 works = [w for w in works if w.position in kept]
                 verdicts = [v for v in verdicts if v.position in kept]
-            self._shadow.submit(verdicts, [_model_text(w) for w in works])
+            self._shadow.submit(
+                verdicts, [_model_text(w) for w in works], [_message(w).tenant for w in works]
+            )
 
     async def _infer(self, texts: list[str]) -> InferenceResult:
         if self._failpoints.armed != "during_inference":
@@ -222,11 +229,12 @@ class BatchProcessor:
     def _verdict(
         self, work: Work, scores: ModelScores | None, started: float, run: ModelRun
     ) -> Verdict:
+        message = _message(work)
         return make_verdict(
-            MessageFacts.of(work.position, _message(work)),
+            MessageFacts.of(work.position, message),
             work.outcome or RuleOutcome(),
             scores,
-            self._policy.thresholds,
+            self._policy.thresholds_for(message.tenant),
             run,
             queue_ms=max(0.0, (started - work.fetched_at) * 1000.0),
         )

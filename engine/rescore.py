@@ -105,7 +105,12 @@ class Rescorer:
         for row, scores, run in scored:
             outcome = RuleOutcome(hits_from_json(row.rule_hits))
             verdict = make_verdict(
-                row.facts, outcome, scores, self._policy.thresholds, run, queue_ms=row.queue_ms
+                row.facts,
+                outcome,
+                scores,
+                self._policy.thresholds_for(row.tenant),
+                run,
+                queue_ms=row.queue_ms,
             )
             verdicts.append(verdict)
             if verdict.result.escalate:

@@ -195,10 +195,19 @@ class PolicyFileSettings(Section):
     """The policy file (``pipelines.policy_file``; ``modstream policy calibrate`` writes one)."""
 
     path: Path | None = None
-    """A TOML ``[thresholds]`` table read over ``policy`` (a key it leaves out keeps the
-    ``policy`` value) at start and again whenever it changes; ``None``: ``policy`` alone."""
+    """The default tenant's policy file: TOML ``[levels]`` and ``[thresholds]`` tables read over
+    ``policy`` (a key they leave out keeps the ``policy`` value) at start and again whenever it
+    changes; ``None``: ``policy`` alone."""
     reload_interval_s: float = Field(default=2.0, ge=0)
-    """How often the file's mtime is checked (0 = read at start only)."""
+    """How often the file's mtime is checked (0 = read at start only); the tenant folder's
+    files too."""
+    tenants_dir: Path | None = None
+    """A folder of tenant policy files, ``<tenant id>.toml`` each (``[levels]`` and
+    ``[thresholds]`` read over ``policy``, as ``path`` is), loaded at start and reloaded when
+    they change (``engine.tenant_policy_watch``); a tenant without one decides with the default
+    tenant's thresholds. ``None``: every tenant decides with the default tenant's."""
+    max_tenants: int = Field(default=10_000, ge=1)
+    """The most tenant policy files loaded; files past it (by name) are refused."""
 
 
 class ReliabilitySettings(Section):

@@ -37,6 +37,7 @@ from engine.metrics import Metrics
 from engine.policy_stage import CurrentPolicy
 from engine.stores.database import StoreError
 from pipelines.rule_hits import RuleOutcome
+from pipelines.tenants import DEFAULT_TENANT
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts, ModelRun, make_verdict
 
@@ -53,6 +54,8 @@ class ShadowItem:
 
     live: Verdict
     model_text: str
+    tenant: str = DEFAULT_TENANT
+    """The message's tenant: the shadow decides with its thresholds, as the live side did."""
 
 
 class ShadowStore(Protocol):
@@ -93,10 +96,19 @@ class ShadowScorer:
         """Batches waiting for the shadow model."""
         return len(self._queue)
 
-    def submit(self, live: Sequence[Verdict], model_texts: Sequence[str]) -> None:
+    def submit(
+        self,
+        live: Sequence[Verdict],
+        model_texts: Sequence[str],
+        tenants: Sequence[str] | None = None,
+    ) -> None:
         """Queue one model batch for the shadow (its live verdicts and the texts the live model
         scored, in order), or drop it; never waits."""
-        items = [ShadowItem(v, t) for v, t in zip(live, model_texts, strict=True)]
+        tenants = tenants if tenants is not None else [DEFAULT_TENANT] * len(live)
+        items = [
+            ShadowItem(v, t, tenant)
+            for v, t, tenant in zip(live, model_texts, tenants, strict=True)
+        ]
         if not items:
             return
         if len(self._queue) >= self._queue_batches:
@@ -152,7 +164,7 @@ class ShadowScorer:
                 MessageFacts.of_verdict(item.live),
                 RuleOutcome(item.live.rule_hits),
                 scores,
-                self._policy.thresholds,
+                self._policy.thresholds_for(item.tenant),
                 run,
                 queue_ms=0.0,
             )

@@ -111,6 +111,8 @@ def build_online_parts(
         loops["tenant_rules_watch"] = parts.tenant_rules_watch.run
     if parts.policy_watch is not None:
         loops["policy_watch"] = parts.policy_watch.run
+    if parts.tenant_policy_watch is not None:
+        loops["tenant_policy_watch"] = parts.tenant_policy_watch.run
     if parts.shadow is not None:
         parts.shadow.defer_to(lambda: collector.model_saturated)
         loops["shadow"] = parts.shadow.run

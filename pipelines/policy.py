@@ -46,6 +46,11 @@
    the model clears a ``yields_to_model`` flag only when every harm is below
    ``model_clears_below`` too; the confidence below counts the harms.
 
+**Off.** A flag or block threshold of 1.0 (``OFF_THRESHOLD``, a tenant's ``off`` level,
+``pipelines.policy_levels``) never fires, whatever the probability; with ``flag_hate`` at 1.0
+severe hate does not escalate, with ``flag_offensive`` (``flag_insult``) at 1.0 the grey zone
+does not read ``toxic`` (``P(insult)``). Rule hits are not affected.
+
 ``category`` is the category of the strongest signal at the final decision level (model hate
 before offensive before spam and advertisement, harms by their weights below, rule hits by
 severity); for an escalated ALLOW it is what escalated it; for a plain ALLOW it is ``None``.
@@ -90,6 +95,7 @@ from pipelines.verdict import DecidedBy, Decision, PolicyResult
 
 __all__ = [
     "HARM_CATEGORIES",
+    "OFF_THRESHOLD",
     "PolicyConfigError",
     "PolicyThresholds",
     "decide",
@@ -129,6 +135,11 @@ _HARM_WEIGHT: dict[str, float] = {
     "self_harm_incitement": REVIEW_PRIORITY_FLOOR[SELF_HARM_INCITEMENT],
     "sexual_solicitation": _SEXUAL_WEIGHT,
 }
+
+
+OFF_THRESHOLD = 1.0
+"""A flag or block threshold at 1.0 never fires: the model does not flag, block or escalate the
+category (a tenant's ``off`` level, ``pipelines.policy_levels``)."""
 
 
 class PolicyConfigError(PipelineError):
@@ -343,10 +354,14 @@ def _with_model(
         rule_reasons = (*rule_reasons, f"never_block:{capped[0]}")
 
     model_escalation: _Signal | None = None
-    if hate >= t.escalate_high:
+    if hate >= t.escalate_high and t.flag_hate < OFF_THRESHOLD:
         reason = f"severe:toxicity.hate={hate:.3f}"
         model_escalation = _Signal(Decision.ALLOW, "hate", _SEVERE_HATE_WEIGHT, reason)
-    elif (insult := scores.harm("insult")) is not None and toxic < insult:
+    elif (
+        (insult := scores.harm("insult")) is not None
+        and toxic < insult
+        and t.flag_insult < OFF_THRESHOLD
+    ):
         if t.escalate_low <= insult < t.escalate_high:
             model_escalation = _Signal(
                 Decision.ALLOW,
@@ -354,7 +369,7 @@ def _with_model(
                 _OFFENSIVE_WEIGHT,
                 f"grey_zone:harms.insult={insult:.3f}",
             )
-    elif t.escalate_low <= toxic < t.escalate_high:
+    elif t.escalate_low <= toxic < t.escalate_high and t.flag_offensive < OFF_THRESHOLD:
         hateful = scores.toxicity[2] >= scores.toxicity[1]
         model_escalation = _Signal(
             Decision.ALLOW,
@@ -406,15 +421,15 @@ def _model_signals(
     hate: float, toxic: float, spam: float, ad: float, t: PolicyThresholds
 ) -> list[_Signal]:
     signals: list[_Signal] = []
-    if hate >= t.block_hate:
+    if _reaches(hate, t.block_hate):
         signals.append(
             _Signal(Decision.BLOCK, "hate", _HATE_WEIGHT, _reason("hate", hate, t.block_hate))
         )
-    elif hate >= t.flag_hate:
+    elif _reaches(hate, t.flag_hate):
         signals.append(
             _Signal(Decision.FLAG, "hate", _HATE_WEIGHT, _reason("hate", hate, t.flag_hate))
         )
-    if toxic >= t.block_offensive:
+    if _reaches(toxic, t.block_offensive):
         signals.append(
             _Signal(
                 Decision.BLOCK,
@@ -423,7 +438,7 @@ def _model_signals(
                 _reason("offensive", toxic, t.block_offensive),
             )
         )
-    elif toxic >= t.flag_offensive:
+    elif _reaches(toxic, t.flag_offensive):
         signals.append(
             _Signal(
                 Decision.FLAG,
@@ -432,15 +447,15 @@ def _model_signals(
                 _reason("offensive", toxic, t.flag_offensive),
             )
         )
-    if spam >= t.block_spam:
+    if _reaches(spam, t.block_spam):
         signals.append(
             _Signal(Decision.BLOCK, "spam", _SPAM_WEIGHT, _reason("spam", spam, t.block_spam))
         )
-    elif spam >= t.flag_spam:
+    elif _reaches(spam, t.flag_spam):
         signals.append(
             _Signal(Decision.FLAG, "spam", _SPAM_WEIGHT, _reason("spam", spam, t.flag_spam))
         )
-    if ad >= t.flag_advertisement:
+    if _reaches(ad, t.flag_advertisement):
         signals.append(
             _Signal(
                 Decision.FLAG,
@@ -460,14 +475,20 @@ def _harm_signals(scores: ModelScores, t: PolicyThresholds) -> list[_Signal]:
     for label, value in zip(HARM_LABELS, scores.harms, strict=True):
         category, weight = HARM_CATEGORIES[label], _HARM_WEIGHT[label]
         flag_at: float = getattr(t, f"flag_{label}")
-        if label == "insult" and value >= t.block_insult:
+        if label == "insult" and _reaches(value, t.block_insult):
             reason = _harm_reason(label, value, t.block_insult)
             signals.append(_Signal(Decision.BLOCK, category, weight, reason))
-        elif value >= flag_at:
+        elif _reaches(value, flag_at):
             signals.append(
                 _Signal(Decision.FLAG, category, weight, _harm_reason(label, value, flag_at))
             )
     return signals
+
+
+def _reaches(value: float, threshold: float) -> bool:
+    """Whether a probability fires a flag or block threshold: at or above it, except that
+    :data:`OFF_THRESHOLD` never fires (a category turned off)."""
+    return threshold < OFF_THRESHOLD and value >= threshold
 
 
 def _harm_reason(label: str, value: float, threshold: float) -> str:

@@ -228,6 +228,8 @@ def _stream_loops(
         loops["rollups"] = refresher.run
     if parts.policy_watch is not None:
         loops["policy_watch"] = parts.policy_watch.run
+    if parts.tenant_policy_watch is not None:
+        loops["tenant_policy_watch"] = parts.tenant_policy_watch.run
     if parts.shadow is not None:
         loops["shadow"] = parts.shadow.run
     return loops

@@ -22,8 +22,18 @@ which the running services reload. The admin's API token is read from standard i
 on a terminal), never from an argument. Exit 0 applied, 2 the proposal or arguments refused, 3
 the token is not an enabled admin's, 4 PostgreSQL failed; in every case but 0 nothing changed.
 
-``check FILE`` loads a policy file as the services would (over the configured ``policy``) and
-prints the thresholds it gives, or why it is refused (exit 2).
+``calibrate --tenant T`` calibrates tenant ``T``'s policy alone: only the decisions on ``T``'s
+verdicts are read (``engine.stores.moderator_decisions``; a database whose verdicts carry no
+tenant refuses, exit 2), the live file is ``T``'s in ``policy_file.tenants_dir`` (or, while
+``T`` has none, the default tenant's, which ``T`` decides with now), and the proposal goes to
+``<tenants_dir>/T.proposed.toml`` by default (``--out``), never to ``T.toml``. A proposal keeps
+the live file's ``[levels]``; the calibrated flag thresholds, under ``[thresholds]``, win over
+them.
+
+``check FILE`` loads a policy file (the default tenant's or a tenant's) as the services would
+(over the configured ``policy``) and prints, per category, its level and the flag and block
+thresholds that level gives (``*`` marks a threshold the file sets itself), then the escalation
+band; or why it is refused (exit 2).
 """
 
 from __future__ import annotations
@@ -44,14 +54,20 @@ from engine.stores.database import Database, StoreError
 from engine.stores.moderator_decisions import ModeratorDecisionStore
 from engine.stores.policy_applications import NotAnAdmin, PolicyApplicationStore
 from pipelines.calibration import CALIBRATED_FIELDS, Proposal, by_category, propose
-from pipelines.policy import PolicyConfigError, PolicyThresholds
+from pipelines.policy import OFF_THRESHOLD, PolicyConfigError, PolicyThresholds
 from pipelines.policy_file import (
+    PolicyDocument,
     PolicyFileError,
-    load_policy_file,
+    category_lines,
     parse_policy,
-    policy_values,
+    read_policy,
+    read_policy_file,
     render_policy,
+    resolve_policy,
 )
+from pipelines.policy_levels import SHIPPED_LEVELS
+from pipelines.tenant_policies import proposal_path
+from pipelines.tenants import TenantIdError, check_tenant_id
 from worker.cli_args import ArgumentError, parse_model_ref, parse_moment
 from worker.policy_apply import apply_proposal, read_proposal, write_atomically
 from worker.settings import WorkerSettings
@@ -62,23 +78,39 @@ _EXIT_REFUSED = 1
 _EXIT_UNUSABLE = 2
 _EXIT_NOT_ADMIN = 3
 _EXIT_STORE = 4
+_DEFAULT_OUT = "policy.proposal.toml"
 
 
-def _current(settings: WorkerSettings) -> PolicyThresholds:
-    """The thresholds the services use now: ``policy``, then the policy file if one is set."""
-    path = settings.policy_file.path
-    return load_policy_file(path, settings.policy) if path is not None else settings.policy
-
-
-def _live_values(live: Path | None) -> dict[str, float]:
-    """The keys the live policy file sets (kept in a proposal unless calibrated); none if there
-    is no live file."""
+def _live_document(live: Path | None) -> PolicyDocument:
+    """What the live policy file says (its levels and keys are kept in a proposal unless
+    calibrated); nothing if there is no live file."""
     if live is None or not live.exists():
-        return {}
+        return PolicyDocument()
     try:
-        return policy_values(live.read_text(encoding="utf-8"))
+        return read_policy(live.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise PolicyFileError(f"cannot read {live}: {type(exc).__name__}") from exc
+
+
+def _tenant_file(settings: WorkerSettings, tenant: str) -> Path:
+    """``tenant``'s live policy file in ``policy_file.tenants_dir`` (which must be set)."""
+    folder = settings.policy_file.tenants_dir
+    if folder is None:
+        raise ArgumentError(
+            "--tenant needs the tenant policy folder: set MODSTREAM_POLICY_FILE__TENANTS_DIR "
+            "(as the services do)"
+        )
+    return folder / f"{tenant}.toml"
+
+
+def _live_file(settings: WorkerSettings, tenant: str | None) -> Path | None:
+    """The file whose thresholds ``tenant`` (``None``: the default tenant) decides with now:
+    its own in the tenant folder, else the default tenant's ``policy_file.path``."""
+    if tenant is not None:
+        own = _tenant_file(settings, tenant)
+        if own.exists():
+            return own
+    return settings.policy_file.path
 
 
 def _not_live(out: Path, live: Path | None) -> None:
@@ -112,18 +144,24 @@ async def calibrate(
     model: tuple[str, str],
     out: Path,
     resamples: int = 1000,
+    tenant: str | None = None,
 ) -> dict[str, Any]:
-    """Calibrate, write the proposal ``out`` when a category got a threshold; the report."""
+    """Calibrate (``tenant``'s decisions only, when one is given), write the proposal ``out``
+    when a category got a threshold; the report."""
     _not_live(out, settings.policy_file.path)
-    current = _current(settings)
-    existing = _live_values(settings.policy_file.path)
-    # What the written file will give before its calibrated keys: the keys it already has,
-    # over the configured thresholds (a proposal must fit with those, e.g. stay below a block).
-    written_base = parse_policy(render_policy(existing), settings.policy)
+    if tenant is not None:
+        _not_live(out, _tenant_file(settings, tenant))
+    live = _live_file(settings, tenant)
+    existing = _live_document(live)
+    current = resolve_policy(existing, settings.policy)
+    # What the written file will give before its calibrated keys: the levels and keys it
+    # already has, over the configured thresholds (a proposal must fit with those, e.g. stay
+    # below a block).
+    written_base = current
     name, version = model
     async with Database(settings.postgres) as database:
         decisions = await ModeratorDecisionStore(database).decisions(
-            since, until, name, version or None
+            since, until, name, version or None, tenant=tenant
         )
     grouped = by_category([(d.category, d.scores, d.harmful) for d in decisions])
     proposals = [
@@ -141,22 +179,24 @@ async def calibrate(
         for category in CALIBRATED_FIELDS
     ]
     accepted = {p.field: p.threshold for p in proposals if p.threshold is not None}
-    values = {**existing, **accepted}
+    values = {**existing.values, **accepted}
+    whose = f"tenant {tenant}" if tenant is not None else "the default tenant"
     comments = [
-        f"proposed by modstream policy calibrate at {until.isoformat()}; "
+        f"proposed for {whose} by modstream policy calibrate at {until.isoformat()}; "
         "an admin makes it live with: modstream policy apply FILE",
         f"from {len(decisions)} moderator decisions resolved since {since.isoformat()} "
         f"on verdicts of {name}{':' + version if version else ' (any version)'}, "
         f"target precision {target_precision:g}, confidence {confidence:g}",
         "per category: " + ", ".join(_summary(p) for p in proposals),
     ]
-    text = render_policy(values, comments=comments)
+    text = render_policy(values, comments=comments, levels=existing.levels)
     thresholds = parse_policy(text, settings.policy)  # what the services will load
     written = bool(accepted)
     if written:
         write_atomically(out, text)
     return {
         "generated_at": until.isoformat(),
+        "tenant": tenant,
         "since": since.isoformat(),
         "until": until.isoformat(),
         "model_name": name,
@@ -218,7 +258,17 @@ def _run_calibrate(args: argparse.Namespace) -> int:
     settings = WorkerSettings()
     configure_logging(settings.log_level)
     now = datetime.now(UTC)
-    out = Path(args.out)
+    try:
+        tenant = check_tenant_id(args.tenant) if args.tenant is not None else None
+        if args.out is not None:
+            out = Path(args.out)
+        elif tenant is not None:
+            out = proposal_path(_tenant_file(settings, tenant).parent, tenant)
+        else:
+            out = Path(_DEFAULT_OUT)
+    except (ArgumentError, TenantIdError) as exc:
+        print(f"modstream policy calibrate: {exc}", file=sys.stderr)
+        return _EXIT_UNUSABLE
     report_path = Path(args.report) if args.report else out.with_suffix(".report.json")
     try:
         since = parse_moment(args.since, now)
@@ -234,6 +284,7 @@ def _run_calibrate(args: argparse.Namespace) -> int:
                 model=model,
                 out=out,
                 resamples=args.resamples,
+                tenant=tenant,
             )
         )
     except (ArgumentError, PolicyFileError, StoreError, ValueError) as exc:
@@ -308,15 +359,50 @@ def _run_apply(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_lines(path: Path, base: PolicyThresholds) -> list[str]:
+    """What ``policy check`` prints for the policy file at ``path`` read over ``base``."""
+    document = read_policy_file(path)
+    try:
+        thresholds = resolve_policy(document, base)
+    except PolicyFileError as exc:
+        raise PolicyFileError(f"{path}: {exc}") from exc
+    lines = [f"{'category':<22}{'level':<18}{'flag':>8}{'block':>8}"]
+    for line in category_lines(document, thresholds):
+        flag, block = (
+            next((f for f in line.thresholds if f.startswith(prefix)), None)
+            for prefix in ("flag_", "block_")
+        )
+        level = line.level if line.named else f"{line.level} (settings)"
+        cells = [
+            _cell(line.thresholds[f], f in line.explicit) if f is not None else "- "
+            for f in (flag, block)
+        ]
+        lines.append(f"{line.category:<22}{level:<18}{cells[0]:>8}{cells[1]:>8}".rstrip())
+    band = [f for f in dataclasses.asdict(thresholds) if SHIPPED_LEVELS.category_of(f) is None]
+    lines += [
+        f"{name} = {getattr(thresholds, name):g}{' *' if name in document.values else ''}"
+        for name in band
+    ]
+    lines.append(
+        "* set under [thresholds] (wins over the level); off: the model never flags, blocks or "
+        "escalates the category"
+    )
+    return lines
+
+
+def _cell(value: float, explicit: bool) -> str:
+    shown = "never" if value >= OFF_THRESHOLD else f"{value:g}"
+    return f"{shown}{'*' if explicit else ' '}"
+
+
 def _run_check(args: argparse.Namespace) -> int:
     settings = WorkerSettings()
     try:
-        thresholds = load_policy_file(Path(args.file), settings.policy)
+        lines = check_lines(Path(args.file), settings.policy)
     except PolicyFileError as exc:
         print(f"refused: {exc}", file=sys.stderr)
         return _EXIT_UNUSABLE
-    for name, value in dataclasses.asdict(thresholds).items():
-        print(f"{name} = {value:g}")
+    print("\n".join(lines))
     return 0
 
 
@@ -354,9 +440,17 @@ def register(subparsers: Any) -> None:
         "--model", default=None, help="NAME[:VERSION] of the scored verdicts (default: live)"
     )
     calibrate_parser.add_argument(
+        "--tenant",
+        default=None,
+        help="calibrate this tenant's policy on its own verdicts only (needs the tenant folder)",
+    )
+    calibrate_parser.add_argument(
         "--out",
-        default="policy.proposal.toml",
-        help="the proposal to write, never the live file (default policy.proposal.toml)",
+        default=None,
+        help=(
+            f"the proposal to write, never the live file (default {_DEFAULT_OUT}; with "
+            "--tenant T, <policy_file.tenants_dir>/T.proposed.toml)"
+        ),
     )
     calibrate_parser.add_argument(
         "--report", default=None, help="where to save the JSON report (default beside --out)"
@@ -371,6 +465,9 @@ def register(subparsers: Any) -> None:
         "--to", default=None, help="the live policy file (default: policy_file.path)"
     )
     apply_parser.set_defaults(handler=_run_apply)
-    check = commands.add_parser("check", help="load a policy file as the services would")
-    check.add_argument("file", help="the policy file")
+    check = commands.add_parser(
+        "check",
+        help="load a policy file as the services would: each category's level and thresholds",
+    )
+    check.add_argument("file", help="the policy file (the default tenant's or a tenant's)")
     check.set_defaults(handler=_run_check)

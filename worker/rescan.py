@@ -361,11 +361,13 @@ class Rescanner:
         scored, refused = await self._score(plan, to_score)
         report.refused += len(refused)
         decided: list[tuple[_Read, Verdict]] = []
-        thresholds = self._policy.thresholds
+        policy = self._policy
         for read in reads:
             if read.outcome.is_decisive:
+                thresholds = policy.thresholds_for(read.message.tenant)
                 decided.append((read, self._verdict(plan, read, None, NO_MODEL, thresholds)))
         for item in scored:
+            thresholds = policy.thresholds_for(item.item.message.tenant)
             decided.append(
                 (item.item, self._verdict(plan, item.item, item.scores, item.run, thresholds))
             )

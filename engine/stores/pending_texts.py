@@ -27,6 +27,7 @@ from engine.stores.database import (
 )
 from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 from pipelines.messages import SourcePosition
+from pipelines.tenants import DEFAULT_TENANT
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts
 
@@ -57,6 +58,10 @@ class PendingRow:
     rule_hits: list[dict[str, Any]]
     queue_ms: float
     text: str
+    tenant: str = DEFAULT_TENANT
+    """The message's tenant, whose thresholds decide it again. Verdict rows do not carry a
+    tenant yet, so every row read back is the default tenant's until they do (then
+    ``_SELECT_PENDING`` reads the verdict's column into it)."""
 
 
 @dataclass(frozen=True, slots=True)

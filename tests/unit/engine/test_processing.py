@@ -518,10 +518,17 @@ class FakeShadow:
     def __init__(self, events: list[str]) -> None:
         self.events = events
         self.submitted: list[tuple[list[SourcePosition], list[str], list[str]]] = []
+        self.tenants: list[list[str] | None] = []
 
-    def submit(self, live: Sequence[object], model_texts: Sequence[str]) -> None:
+    def submit(
+        self,
+        live: Sequence[object],
+        model_texts: Sequence[str],
+        tenants: Sequence[str] | None = None,
+    ) -> None:
         positions = [v.position for v in live]  # type: ignore[attr-defined]
         self.submitted.append((positions, list(model_texts), list(self.events)))
+        self.tenants.append(list(tenants) if tenants is not None else None)
 
 
 async def test_the_shadow_gets_each_model_batch_once_it_is_published() -> None:
@@ -537,3 +544,4 @@ async def test_the_shadow_gets_each_model_batch_once_it_is_published() -> None:
     assert positions == [w.position for w in works]
     assert texts == [w.model_text for w in works]
     assert seen[-3:] == ["stored", "commit", "publish"]
+    assert shadow.tenants == [[w.message.tenant for w in works if w.message is not None]]

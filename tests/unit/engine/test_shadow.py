@@ -211,3 +211,59 @@ async def test_what_is_queued_at_shutdown_is_counted() -> None:
     inference.release.set()
     await asyncio.wait_for(task, 1)
     assert _dropped(metrics, "shutdown") == 2
+
+
+async def test_shadow_verdicts_use_each_messages_tenant_thresholds() -> None:
+    """The shadow decides a tenant's message with that tenant's thresholds, as the live side
+    did: RUDE (toxic 0.98) is blocked by the default and flagged by a tenant whose offensive
+    block is 0.99; a tenant without thresholds of its own gets the default's."""
+    inference, store = FakeInference(RUDE), FakeStore()
+    policy = PolicyStage(PolicyThresholds())
+    policy.install_tenant("acme", PolicyThresholds(block_offensive=0.99))
+    scorer = ShadowScorer(
+        inference=inference,
+        store=store,
+        policy=policy,
+        metrics=Metrics(CollectorRegistry()),
+        queue_batches=2,
+    )
+    live = [_live(1), _live(2), _live(3)]
+    items = [
+        ShadowItem(v, t, tenant)
+        for v, t, tenant in zip(live, ["a", "b", "c"], ["acme", "default", "nobody"], strict=True)
+    ]
+    assert await scorer.score(items) == 3
+    assert [v.result.decision for v in store.rows] == [
+        Decision.FLAG,
+        Decision.BLOCK,
+        Decision.BLOCK,
+    ]
+
+
+async def test_submit_carries_the_tenants_to_the_items() -> None:
+    """``submit`` pairs each live verdict with its message's tenant (the default without)."""
+    inference, store = FakeInference(RUDE), FakeStore()
+    policy = PolicyStage(PolicyThresholds())
+    policy.install_tenant("acme", PolicyThresholds(block_offensive=0.99))
+    scorer = ShadowScorer(
+        inference=inference,
+        store=store,
+        policy=policy,
+        metrics=Metrics(CollectorRegistry()),
+        queue_batches=2,
+    )
+    scorer.submit([_live(1), _live(2)], ["a", "b"], ["acme", "default"])
+    scorer.submit([_live(3)], ["c"])
+    done = asyncio.Event()
+    task = asyncio.create_task(scorer.run(done))
+    for _ in range(100):
+        if len(store.rows) == 3:
+            break
+        await asyncio.sleep(0.01)
+    done.set()
+    await asyncio.wait_for(task, timeout=5)
+    assert [v.result.decision for v in store.rows] == [
+        Decision.FLAG,
+        Decision.BLOCK,
+        Decision.BLOCK,
+    ]

@@ -41,7 +41,7 @@ def test_keys_the_file_sets_replace_the_base_and_the_rest_keep_it() -> None:
         ("[thresholds]\nflag_hate = 1.5\n", "flag_hate must be a number in [0, 1]"),
         ("[thresholds]\nflag_hate = nan\n", "flag_hate must be a number in [0, 1]"),
         ("[thresholds]\nflag_hate = 0.9\nblock_hate = 0.8\n", "must not exceed block_hate"),
-        ("", "no [thresholds] table"),
+        ("", "no [levels] or [thresholds] table"),
     ],
 )
 def test_a_file_that_cannot_work_is_refused_with_its_problem(text: str, problem: str) -> None:

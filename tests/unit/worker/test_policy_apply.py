@@ -79,7 +79,7 @@ async def test_an_admin_applies_a_proposal_recorded_and_written_headed_by_who(
         ("[thresholds]\nflag_hat = 0.6\n", "'flag_hat' is not a threshold"),
         ("[thresholds]\nflag_hate = 1.5\n", "flag_hate"),
         ("[thresholds]\nflag_offensive = 0.99\nblock_offensive = 0.9\n", "[thresholds]"),
-        ("thresholds = 1\n", "no [thresholds] table"),
+        ("thresholds = 1\n", "[thresholds] must be a table"),
         ("[thresholds\n", "not TOML"),
     ],
 )

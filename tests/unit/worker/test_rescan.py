@@ -236,3 +236,50 @@ async def test_strikes_are_read_as_they_stood_when_each_message_was_sent() -> No
     ]
     escalated = {d.verdict.message_id for d in store.decided if d.verdict.result.escalate}
     assert escalated == {"m-3"}
+
+
+async def test_each_message_is_decided_again_with_its_tenants_thresholds() -> None:
+    """A rude score (at least offensive 0.98) blocks under the default thresholds and only
+    flags for ``acme``, whose offensive block is 0.99: the rescan reads each record's tenant."""
+    rude = ModelScores(
+        sentiment=(0.9, 0.1, 0.0), intent=(1.0, 0.0, 0.0, 0.0), toxicity=(0.02, 0.97, 0.01)
+    )
+
+    class RudeInference:
+        async def infer(self, texts: Sequence[str]) -> InferenceResult:
+            return InferenceResult([rude] * len(texts), "moderation", "2", 1.0)
+
+    def record(offset: int, tenant: str | None) -> HistoryRecord:
+        document = {
+            "message_id": f"m-{offset}",
+            "group_id": "g",
+            "sender_id": "s-a",
+            "text": f"good game everyone {offset}",
+            "sent_at": (SENT_AT + timedelta(seconds=offset)).isoformat(),
+        }
+        if tenant is not None:
+            document["tenant"] = tenant
+        return HistoryRecord(0, offset, orjson.dumps(document))
+
+    metrics = Metrics(CollectorRegistry())
+    policy = PolicyStage(PolicyThresholds())
+    policy.install_tenant("acme", PolicyThresholds(block_offensive=0.99))
+    store = FakeStore(held=set())
+    rescanner = Rescanner(
+        history=FakeHistory([record(0, "acme"), record(1, None), record(2, "acme")]),
+        store=store,
+        inference=RudeInference(),
+        rules=RuleStage(RuleEngine(default_ruleset()), metrics),
+        strikes=FakeStrikes(),
+        policy=policy,
+        publisher=FakePublisher(),
+        outbox=FakeMarker(),
+        verdict_topic="moderation.verdicts",
+        throttle=TokenBucket(1e6),
+        batch_items=10,
+        max_message_bytes=65536,
+        metrics=metrics,
+    )
+    await rescanner.run(_plan(apply=True))
+    decisions = {d.verdict.message_id: d.verdict.result.decision.value for d in store.decided}
+    assert decisions == {"m-0": "flag", "m-1": "block", "m-2": "flag"}
