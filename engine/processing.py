@@ -369,7 +369,9 @@ class BatchProcessor:
             except StoreError as exc:
                 if exc.retriable:
                     raise
-                letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
+                letters.append(
+                    DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0, verdict.tenant)
+                )
             else:
                 if stored is None or stored.verdicts:
                     kept.append(verdict)
