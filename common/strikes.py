@@ -20,16 +20,21 @@ __all__ = ["active_strikes", "strikes_as_of"]
 
 
 async def active_strikes(
-    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any], sender_ids: Sequence[str]
+    conn: asyncpg.Connection[Any] | asyncpg.Pool[Any],
+    sender_ids: Sequence[str],
+    tenants: Sequence[str] | None = None,
 ) -> dict[str, int]:
-    """Live strike totals for ``sender_ids``; senders without strikes map to 0."""
+    """Live strike totals for ``sender_ids``; senders without strikes map to 0. ``tenants``:
+    only strikes given in those tenants count (``None``: every tenant's)."""
     totals = dict.fromkeys(sender_ids, 0)
     if not totals:
         return totals
     rows = await conn.fetch(
         "SELECT sender_id, sum(weight)::integer AS total FROM sender_strikes "
-        "WHERE sender_id = ANY($1::text[]) AND expires_at > now() GROUP BY sender_id",
+        "WHERE sender_id = ANY($1::text[]) AND expires_at > now() "
+        "AND ($2::text[] IS NULL OR tenant = ANY($2::text[])) GROUP BY sender_id",
         list(totals),
+        None if tenants is None else list(tenants),
     )
     for row in rows:
         totals[row["sender_id"]] = row["total"]
