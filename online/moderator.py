@@ -40,7 +40,7 @@ from datetime import datetime
 from typing import Protocol
 
 from engine.rule_stage import RuleStage
-from engine.sender_strikes import StrikeCache
+from engine.sender_strikes import StrikeCache, strike_key
 from engine.stores.database import StoreUnavailable
 from engine.work import Work
 from online.claims import Claim
@@ -221,8 +221,8 @@ class OnlineModerator:
         """Strikes, rules, and the collector: the future of the durable verdict, and the
         rules' time in milliseconds."""
         if self._strikes is not None:
-            if not self._strikes.fresh(message.sender_id):
-                await self._prefetch(message.sender_id)
+            if not self._strikes.fresh(strike_key(message)):
+                await self._prefetch(strike_key(message))
             message = self._strikes.enrich(message)
         rules_started = time.monotonic()
         outcome, model_text = self._rules.evaluate(message)

@@ -111,9 +111,13 @@ class FakeStrikes:
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, datetime]] = []
+        self.tenants: list[str] = []
 
-    async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]:
+    async def strikes_at(
+        self, moments: Sequence[tuple[str, datetime]], tenants: Sequence[str] | None = None
+    ) -> list[int]:
         self.asked.extend(moments)
+        self.tenants.extend(tenants or ())
         return [3 if sender == "s-early" and at >= SENT_AT else 0 for sender, at in moments]
 
 
@@ -236,3 +240,4 @@ async def test_strikes_are_read_as_they_stood_when_each_message_was_sent() -> No
     ]
     escalated = {d.verdict.message_id for d in store.decided if d.verdict.result.escalate}
     assert escalated == {"m-3"}
+    assert strikes.tenants == ["default"] * 4  # each message's own tenant
