@@ -455,4 +455,6 @@ def _error(work: Work) -> DecodeError:
 
 def _dead_letter(work: Work) -> DeadLetter:
     error = _error(work)
-    return DeadLetter(work.position, error.code.value, error.reason, len(work.raw or b""))
+    return DeadLetter(
+        work.position, error.code.value, error.reason, len(work.raw or b""), error.tenant
+    )

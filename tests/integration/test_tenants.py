@@ -135,7 +135,9 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
         update={"rules": worker_settings.rules.model_copy(update={"tenants_dir": tenants_dir})}
     )
     records = [_record(t, text, n) for t in TENANTS for n, text in enumerate((MIXED, THREAT))]
-    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, records)
+    # A record refused for its blank text: its dead letter names the tenant it gave.
+    blank = _record("market", " ", 9)
+    await produce(s.kafka.bootstrap_servers, s.kafka.input_topic, [*records, blank])
     dsn = s.postgres.dsn.get_secret_value()
     stop = asyncio.Event()
     task = asyncio.create_task(Worker(s).run(stop))
@@ -152,9 +154,12 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
                 "SELECT count(*) FROM verdicts WHERE source_topic = $1 AND published",
                 s.kafka.input_topic,
             )
+            dead = await conn.fetchval(
+                "SELECT count(*) FROM dead_letters WHERE source_topic = $1", s.kafka.input_topic
+            )
         finally:
             await conn.close()
-        return int(stored) == len(records) and int(published) == len(records)
+        return int(stored) == int(published) == len(records) and int(dead) == 1
 
     await wait_until(all_stored, timeout_s=120)
     stop.set()
@@ -175,6 +180,10 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
             "WHERE source_topic = $1",
             s.kafka.input_topic,
         )
+        letter = await conn.fetchrow(
+            "SELECT reason_code, tenant FROM dead_letters WHERE source_topic = $1",
+            s.kafka.input_topic,
+        )
     finally:
         await conn.close()
     assert {m: r["tenant"] for m, r in rows.items()} == {
@@ -189,6 +198,8 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
     assert rows["market-0"]["decided_by"] == "rules"
     assert rows["default-0"]["decision"] != "block"
     assert rows["arcade-0"]["decision"] != "block"
+    assert letter is not None
+    assert (letter["reason_code"], letter["tenant"]) == ("empty_text", "market")
     by_tenant: dict[str, set[str]] = {}
     for item in items:
         assert item["message_id"].startswith(item["tenant"] + "-")
