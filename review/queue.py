@@ -18,6 +18,7 @@ conditional ``UPDATE`` that re-checks after the row lock), so two moderators nev
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import datetime
@@ -169,6 +170,8 @@ class ReviewQueue:
     def __init__(self, pool: asyncpg.Pool[Any], settings: ReviewSettings) -> None:
         self._pool = pool
         self._settings = settings
+        self._denials: set[asyncio.Task[None]] = set()
+        """Denials being recorded (``check_tenant``): held so they run to the end."""
 
     def _rank_args(self) -> list[float]:
         s = self._settings
@@ -390,21 +393,33 @@ class ReviewQueue:
         self, user: User, public_id: uuid.UUID, row: asyncpg.Record, action: str
     ) -> None:
         """Answer an item of a tenant ``user`` is not bound to exactly as one that does not
-        exist (so ids cannot be probed), after recording the attempt in ``access_denials``
-        on a connection of its own (the caller's transaction is about to roll back)."""
+        exist (so ids cannot be probed), and record the attempt in ``access_denials``: on a
+        connection of its own (the caller's transaction is about to roll back), in the
+        background, so the answer comes as soon as an unknown id's would."""
         if user.sees_tenant(row["tenant"]):
             return
-        await self._pool.execute(
-            "INSERT INTO access_denials (service, actor, actor_role, action, tenant, item_id) "
-            "VALUES ('review', $1, $2, $3, $4, $5)",
-            user.name,
-            user.role.value,
-            action,
-            row["tenant"],
-            row["id"],
-        )
         _log.warning("review_other_tenant_item", actor=user.name, action=action)
+        task = asyncio.create_task(
+            self._record_denial(user, action, row["tenant"], row["id"]),
+            name="review-access-denial",
+        )
+        self._denials.add(task)
+        task.add_done_callback(self._denials.discard)
         raise ItemNotFoundError(f"review item {public_id} does not exist")
+
+    async def _record_denial(self, user: User, action: str, tenant: str, item_id: int) -> None:
+        try:
+            await self._pool.execute(
+                "INSERT INTO access_denials (service, actor, actor_role, action, tenant, item_id) "
+                "VALUES ('review', $1, $2, $3, $4, $5)",
+                user.name,
+                user.role.value,
+                action,
+                tenant,
+                item_id,
+            )
+        except Exception as exc:  # the refusal stands; the log line above keeps the attempt
+            _log.warning("review_denial_not_recorded", error=type(exc).__name__)
 
     async def append_event(
         self,

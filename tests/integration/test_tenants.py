@@ -245,16 +245,24 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
     assert events.json() == []
     own = sorted(by_tenant["arcade"])[0]
     assert (await review_client.get(f"/api/items/{own}", headers=auth)).status_code == 200
-    conn = await asyncpg.connect(dsn)
-    try:
-        denials = await conn.fetch(
-            "SELECT d.service, d.action, d.tenant, r.public_id::text AS item FROM access_denials d "
-            "JOIN review_items r ON r.id = d.item_id WHERE r.source_topic = $1 ORDER BY d.id",
-            s.kafka.input_topic,
-        )
-    finally:
-        await conn.close()
-    assert [(d["service"], d["action"], d["tenant"], d["item"]) for d in denials] == [
+    denials: list[tuple[str, str, str, str]] = []
+
+    async def recorded() -> bool:  # denials are recorded in the background
+        conn = await asyncpg.connect(dsn)
+        try:
+            rows = await conn.fetch(
+                "SELECT d.service, d.action, d.tenant, r.public_id::text AS item "
+                "FROM access_denials d JOIN review_items r ON r.id = d.item_id "
+                "WHERE r.source_topic = $1 ORDER BY d.action DESC",
+                s.kafka.input_topic,
+            )
+        finally:
+            await conn.close()
+        denials[:] = [(d["service"], d["action"], d["tenant"], d["item"]) for d in rows]
+        return len(denials) >= 2
+
+    await wait_until(recorded, timeout_s=10)
+    assert denials == [
         ("review", "view", "market", market_item),
         ("review", "claim", "market", market_item),
     ]
