@@ -262,6 +262,37 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
         return len(denials) >= 2
 
     await wait_until(recorded, timeout_s=10)
+    # A decision on arcade's own item: its strike and its decision record are arcade's.
+    claim = await review_client.post(f"/api/items/{own}/claim", headers=auth)
+    assert claim.status_code == 200, claim.text
+    decided = await review_client.post(
+        f"/api/items/{own}/decide", json={"action": "ban", "reason": "threat"}, headers=auth
+    )
+    assert decided.status_code == 200, decided.text
+    conn = await asyncpg.connect(dsn)
+    try:
+        strike = await conn.fetchval(
+            "SELECT s.tenant FROM sender_strikes s JOIN review_items r ON r.id = s.review_item_id "
+            "WHERE r.public_id = $1::uuid",
+            own,
+        )
+        outbox = await conn.fetchrow(
+            "SELECT tenant, payload ->> 'tenant' AS published FROM review_decision_outbox "
+            "WHERE decision_id = $1::uuid",
+            decided.json()["decision_id"],
+        )
+    finally:
+        await conn.close()
+    assert strike == "arcade"
+    assert outbox is not None
+    assert (outbox["tenant"], outbox["published"]) == ("arcade", "arcade")
+    # Strikes count within their tenant: the same sender id elsewhere has none.
+    strikes = await review_client.get(
+        "/api/senders/same-sender/strikes", headers={"Authorization": f"Bearer {market_mod}"}
+    )
+    assert strikes.json()["strikes"] == 0
+    strikes = await review_client.get("/api/senders/same-sender/strikes", headers=auth)
+    assert strikes.json()["strikes"] > 0
     assert denials == [
         ("review", "view", "market", market_item),
         ("review", "claim", "market", market_item),
