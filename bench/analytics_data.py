@@ -43,6 +43,7 @@ import numpy.typing as npt
 import orjson
 
 from pipelines import verdict_codec
+from pipelines.tenants import DEFAULT_TENANT
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -430,6 +431,7 @@ def _one_hour(
                     f"{queue_ms[i]:.2f}",
                     inference,
                     _NULL,  # model_spans
+                    DEFAULT_TENANT,
                     "t",
                     created_text[i],
                     created_text[i],

@@ -38,6 +38,7 @@ VERDICT_STAGE_TYPES: Mapping[str, str] = {
     "queue_ms": "real",
     "inference_ms": "real",
     "model_spans": "text",
+    "tenant": "text",
 }
 """Staging column types for ``verdict_row``'s values (JSON columns arrive as text)."""
 

@@ -30,7 +30,7 @@ MAX_TOKEN_CHARS = 256
 """Longer strings are refused before hashing: no token is ever that long."""
 
 _SELECT_OWNER = (
-    "SELECT id, name, role, categories, token_sha256 FROM review_users "
+    "SELECT id, name, role, categories, tenants, token_sha256 FROM review_users "
     "WHERE token_sha256 = $1 AND disabled_at IS NULL"
 )
 
@@ -50,6 +50,9 @@ class TokenOwner:
     role: str
     categories: tuple[str, ...] | None
     """The user's review categories (``None``: every category)."""
+    tenants: tuple[str, ...] | None = None
+    """The tenants the user is bound to (``None``: unbound; what that allows depends on the
+    role: docs/tenants.md)."""
 
 
 def new_token() -> str:
@@ -71,9 +74,11 @@ async def find_token_owner(reader: TokenReader, token: str) -> TokenOwner | None
     if row is None or not hmac.compare_digest(str(row["token_sha256"]), wanted):
         return None
     categories = row["categories"]
+    tenants = row["tenants"]
     return TokenOwner(
         id=int(row["id"]),
         name=str(row["name"]),
         role=str(row["role"]),
         categories=None if categories is None else tuple(categories),
+        tenants=None if tenants is None else tuple(tenants),
     )

@@ -377,7 +377,9 @@ class BatchProcessor:
             except StoreError as exc:
                 if exc.retriable:
                     raise
-                letters.append(DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0))
+                letters.append(
+                    DeadLetter(verdict.position, _SINK_REJECTED, str(exc)[:200], 0, verdict.tenant)
+                )
             else:
                 if stored is None or stored.verdicts:
                     kept.append(verdict)
@@ -461,4 +463,6 @@ def _error(work: Work) -> DecodeError:
 
 def _dead_letter(work: Work) -> DeadLetter:
     error = _error(work)
-    return DeadLetter(work.position, error.code.value, error.reason, len(work.raw or b""))
+    return DeadLetter(
+        work.position, error.code.value, error.reason, len(work.raw or b""), error.tenant
+    )

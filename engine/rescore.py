@@ -108,7 +108,7 @@ class Rescorer:
                 row.facts,
                 outcome,
                 scores,
-                self._policy.thresholds_for(row.tenant),
+                self._policy.thresholds_for(row.facts.tenant),
                 run,
                 queue_ms=row.queue_ms,
             )

@@ -6,6 +6,11 @@ totals of that fetch's senders in one query (cached for ``ttl_s``) and puts them
 message's ``metadata.sender_strikes``, where the ``profile.repeat_offender`` rule reads them. A
 value the platform sent is kept when it is higher. Lookup failures never hold up moderation: the
 message is evaluated with what the platform sent.
+
+A sender id names a sender within its tenant: strikes are looked up and cached by *strike key*
+(:func:`strike_key`), the sender id for the default tenant and ``tenant NUL sender id`` for any
+other (no sender id holds a NUL: the decoder refuses it), so strikes given in one tenant never
+count in another.
 """
 
 from __future__ import annotations
@@ -17,11 +22,26 @@ from typing import Protocol
 
 from common.logs import get_logger
 from pipelines.messages import ChatMessage
+from pipelines.tenants import DEFAULT_TENANT, is_default
 
-__all__ = ["StrikeCache", "StrikeSource", "with_strikes"]
+__all__ = ["StrikeCache", "StrikeSource", "split_strike_key", "strike_key", "with_strikes"]
 
 _log = get_logger(__name__)
 METADATA_KEY = "sender_strikes"
+_SEPARATOR = "\x00"
+
+
+def strike_key(message: ChatMessage) -> str:
+    """The key of ``message``'s sender within its tenant (module docs)."""
+    if is_default(message.tenant):
+        return message.sender_id
+    return f"{message.tenant}{_SEPARATOR}{message.sender_id}"
+
+
+def split_strike_key(key: str) -> tuple[str, str]:
+    """``(tenant, sender_id)`` of a :func:`strike_key`."""
+    tenant, separator, sender_id = key.partition(_SEPARATOR)
+    return (tenant, sender_id) if separator else (DEFAULT_TENANT, key)
 
 
 class StrikeSource(Protocol):
@@ -44,12 +64,14 @@ class StrikeCache:
         self._entries: dict[str, tuple[float, int]] = {}
 
     def fresh(self, sender_id: str) -> bool:
-        """Whether the sender's total was loaded less than ``ttl_s`` ago (no look-up needed)."""
+        """Whether the sender's total (by strike key) was loaded less than ``ttl_s`` ago (no
+        look-up needed)."""
         loaded = self._entries.get(sender_id)
         return loaded is not None and self._clock() - loaded[0] <= self._ttl_s
 
     async def prefetch(self, sender_ids: Iterable[str]) -> None:
-        """Load the senders whose entry is missing or older than ``ttl_s`` (one query)."""
+        """Load the senders (strike keys) whose entry is missing or older than ``ttl_s`` (one
+        query)."""
         now = self._clock()
         stale = sorted(
             {s for s in sender_ids if now - self._entries.get(s, (-1e18, 0))[0] > self._ttl_s}
@@ -68,7 +90,7 @@ class StrikeCache:
 
     def enrich(self, message: ChatMessage) -> ChatMessage:
         """The message with ``metadata.sender_strikes`` raised to the stored total, if higher."""
-        entry = self._entries.get(message.sender_id)
+        entry = self._entries.get(strike_key(message))
         return message if entry is None else with_strikes(message, entry[1])
 
 

@@ -44,7 +44,7 @@ _STORED_VERDICT = """
 SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
        text_sha256, decision, decided_by, escalated, category, priority, reasons,
        rule_hits::text AS rule_hits, scores::text AS scores, model_name, model_version, batch_id,
-       queue_ms, inference_ms, model_spans::text AS model_spans, updated_at
+       queue_ms, inference_ms, model_spans::text AS model_spans, updated_at, tenant
 FROM verdicts
 WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3 AND sent_at = $4
 """

@@ -11,10 +11,12 @@ import grpc
 
 __all__ = [
     "InvalidMessage",
+    "MessageIdTaken",
     "NotDecided",
     "OnlineError",
     "Overloaded",
     "StoreDown",
+    "TenantNotAllowed",
     "Unauthenticated",
 ]
 
@@ -61,3 +63,15 @@ class Unauthenticated(OnlineError):
     """No bearer token, or one that belongs to no enabled platform user."""
 
     status = grpc.StatusCode.UNAUTHENTICATED
+
+
+class TenantNotAllowed(OnlineError):
+    """The message names a tenant the caller's token is not bound to (recorded as a denial)."""
+
+    status = grpc.StatusCode.PERMISSION_DENIED
+
+
+class MessageIdTaken(OnlineError):
+    """The message id was first checked for another tenant: its verdict is not this caller's."""
+
+    status = grpc.StatusCode.ALREADY_EXISTS

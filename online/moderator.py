@@ -7,7 +7,9 @@ canonical text, which the model then scores), then hands it to the collector and
 durable verdict. Its message id is claimed by the statement that stores the verdict
 (``online.claimed_writes``).
 
-A message id seen before is answered with the stored verdict (``replayed``):
+A message id seen before is answered with the stored verdict (``replayed``), unless it was first
+checked for another tenant (``MessageIdTaken``: message ids are claimed across tenants, and one
+tenant's verdict is never shown to another):
 
 - while a call of this process is deciding it, from that call's verdict;
 - when this process stored or read its claim lately (``ClaimStore.recent``), from its row;
@@ -38,13 +40,13 @@ from datetime import datetime
 from typing import Protocol
 
 from engine.rule_stage import RuleStage
-from engine.sender_strikes import StrikeCache
+from engine.sender_strikes import StrikeCache, strike_key
 from engine.stores.database import StoreUnavailable
 from engine.work import Work
 from online.claims import Claim
 from online.coalesce import Coalescer
 from online.collector import Collector
-from online.errors import NotDecided, Overloaded, StoreDown
+from online.errors import MessageIdTaken, NotDecided, Overloaded, StoreDown
 from online.settings import OnlineSection
 from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.verdict import Verdict
@@ -172,7 +174,7 @@ class OnlineModerator:
     async def _check(self, message: ChatMessage, started: float, deadline: float) -> Answer:
         deciding = self._deciding.get(message.message_id)
         if deciding is not None:
-            return _replayed_verdict(await asyncio.shield(deciding), started)
+            return _replayed_verdict(message, await asyncio.shield(deciding), started)
         claim = self._claims.recent(message.message_id)
         if claim is not None:
             return await self._replay(message, claim, started, deadline)
@@ -219,8 +221,8 @@ class OnlineModerator:
         """Strikes, rules, and the collector: the future of the durable verdict, and the
         rules' time in milliseconds."""
         if self._strikes is not None:
-            if not self._strikes.fresh(message.sender_id):
-                await self._prefetch(message.sender_id)
+            if not self._strikes.fresh(strike_key(message)):
+                await self._prefetch(strike_key(message))
             message = self._strikes.enrich(message)
         rules_started = time.monotonic()
         outcome, model_text = self._rules.evaluate(message)
@@ -257,10 +259,10 @@ class OnlineModerator:
         while True:
             deciding = self._deciding.get(message.message_id)
             if deciding is not None:
-                return _replayed_verdict(await asyncio.shield(deciding), started)
+                return _replayed_verdict(message, await asyncio.shield(deciding), started)
             row = await self._stored(claim)
             if row is not None:
-                return _replayed_row(row, started)
+                return _replayed_row(message, row, started)
             if time.monotonic() >= wait_until:
                 break
             await asyncio.sleep(s.replay_poll_ms / 1000.0)
@@ -269,7 +271,7 @@ class OnlineModerator:
         row = await self._stored(claim)
         if row is None:
             raise StoreDown("the verdict row cannot be read back")
-        return _replayed_row(row, started)
+        return _replayed_row(message, row, started)
 
     async def _reserve(self) -> SourcePosition:
         try:
@@ -294,9 +296,12 @@ def _total(started: float) -> Latency:
     return Latency(total_ms=(time.monotonic() - started) * 1000.0)
 
 
-def _replayed_verdict(verdict: Verdict, started: float) -> Answer:
+def _replayed_verdict(message: ChatMessage, verdict: Verdict, started: float) -> Answer:
+    if verdict.tenant != message.tenant:
+        # Message ids are claimed across tenants: another tenant's verdict is not the caller's.
+        raise MessageIdTaken("message_id was first checked for another tenant")
     return Answer(verdict, True, _total(started))
 
 
-def _replayed_row(row: Mapping[str, object], started: float) -> Answer:
-    return Answer(verdict_from_row(row), True, _total(started))
+def _replayed_row(message: ChatMessage, row: Mapping[str, object], started: float) -> Answer:
+    return _replayed_verdict(message, verdict_from_row(row), started)

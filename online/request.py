@@ -4,7 +4,8 @@ The request's fields go to ``pipelines.decode.message_from_fields``, the stream 
 field checks, so online and stream accept, normalise and refuse exactly the same messages, with
 the same reason codes; nothing is written out as JSON and parsed again. The size limit is the
 stream's record limit, applied to the request's encoded size. An unset ``sent_at`` is an absent
-field; metadata numbers arrive as doubles (``google.protobuf.Struct`` has no integers).
+field, and so is an empty ``tenant`` (the default tenant); metadata numbers arrive as doubles
+(``google.protobuf.Struct`` has no integers).
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ def request_fields(request: pb.CheckMessageRequest) -> dict[str, object]:
             ) from exc
     if request.HasField("metadata"):
         fields["metadata"] = MessageToDict(request.metadata)
+    if request.tenant:
+        fields["tenant"] = request.tenant
     return fields
 
 

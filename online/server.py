@@ -21,13 +21,14 @@ from grpc_reflection.v1alpha import reflection
 
 from online.api import moderation_pb2 as pb
 from online.auth import TokenCheck
-from online.errors import InvalidMessage, OnlineError
+from online.errors import InvalidMessage, OnlineError, TenantNotAllowed
 from online.guard import Handler, guarded
 from online.metrics import MethodCalls, OnlineMetrics
 from online.moderator import OnlineModerator
 from online.request import message_from_request
 from online.response import check_response
 from online.settings import OnlineSection
+from pipelines.messages import ChatMessage
 
 __all__ = [
     "SERVICE_NAME",
@@ -54,12 +55,30 @@ class ModerationServicer:
         self._moderator = moderator
         self._settings = settings
         self._max_bytes = max_message_bytes
+        self._tokens: TokenCheck | None = None
+        """The token check the handler was built with: whose tenants a call may speak for."""
+
+    async def _check_tenants(
+        self, context: aio.ServicerContext[Any, Any], method: str, messages: list[ChatMessage]
+    ) -> None:
+        """Refuse (``TenantNotAllowed``, recorded) a call with a message for a tenant its token
+        is not bound to; without a token check (``online.require_token`` off) every tenant."""
+        if self._tokens is None:
+            return
+        grant = await self._tokens.grant_of(context.invocation_metadata(), method)
+        if grant is None:
+            raise TenantNotAllowed("the token no longer speaks for any tenant")
+        for message in messages:
+            if message.tenant not in grant.tenants:
+                await self._tokens.deny(grant, method, message.tenant)
+                raise TenantNotAllowed("this token may not send messages for that tenant")
 
     async def check_message(
         self, request: pb.CheckMessageRequest, context: aio.ServicerContext[Any, Any]
     ) -> pb.CheckMessageResponse:
         try:
             message = message_from_request(request, max_bytes=self._max_bytes)
+            await self._check_tenants(context, f"/{SERVICE_NAME}/CheckMessage", [message])
             deadline = self._moderator.deadline_for(context.time_remaining())
             with self._moderator.admit():
                 answer = await self._moderator.check(message, deadline)
@@ -80,6 +99,7 @@ class ModerationServicer:
                     messages.append(message_from_request(item, max_bytes=self._max_bytes))
                 except InvalidMessage as exc:
                     raise InvalidMessage(exc.code, f"messages[{index}]: {exc.detail}") from exc
+            await self._check_tenants(context, f"/{SERVICE_NAME}/CheckMessages", messages)
             deadline = self._moderator.deadline_for(context.time_remaining())
             with self._moderator.admit(len(messages)):
                 answers = await asyncio.gather(
@@ -91,7 +111,8 @@ class ModerationServicer:
 
     def handler(self, metrics: OnlineMetrics, tokens: TokenCheck | None) -> grpc.GenericRpcHandler:
         """Both methods, each recorded in ``metrics`` and behind ``tokens`` (``online.guard``;
-        ``None``: no token needed)."""
+        ``None``: no token needed; then a call may speak for every tenant)."""
+        self._tokens = tokens
 
         def method(name: str, handle: Handler[Any, Any]) -> Handler[Any, Any]:
             return guarded(handle, MethodCalls(metrics, name), tokens, f"/{SERVICE_NAME}/{name}")

@@ -92,6 +92,9 @@ class DecodeError(PipelineError):
         super().__init__(reason)
         self.reason = reason
         self.code = code
+        self.tenant: str | None = None
+        """The record's tenant when it could be read although another field was refused (a
+        JSON object whose ``tenant`` is valid, or absent: the default), else ``None``."""
 
     def __repr__(self) -> str:
         return f"DecodeError(reason={self.reason!r}, code={self.code.value!r})"
@@ -119,7 +122,23 @@ def message_from_fields(
     document: dict[str, object], *, max_text_chars: int = MAX_TEXT_CHARS
 ) -> ChatMessage:
     """Validate a message's fields given as parsed values (the keys of the JSON record; ``None``
-    or a missing key is an absent field); raise ``DecodeError`` (and nothing else) if invalid."""
+    or a missing key is an absent field); raise ``DecodeError`` (and nothing else) if invalid,
+    naming the record's tenant when it is known (``DecodeError.tenant``)."""
+    try:
+        return _message(document, max_text_chars)
+    except DecodeError as exc:
+        exc.tenant = _known_tenant(document)
+        raise
+
+
+def _known_tenant(document: dict[str, object]) -> str | None:
+    value = document.get("tenant")
+    if value is None:
+        return DEFAULT_TENANT
+    return value if isinstance(value, str) and TENANT_ID.fullmatch(value) else None
+
+
+def _message(document: dict[str, object], max_text_chars: int) -> ChatMessage:
     ids = [_id_field(document, name) for name in _ID_FIELDS]
     return ChatMessage(
         message_id=ids[0],

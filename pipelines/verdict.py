@@ -10,6 +10,7 @@ from pipelines.attribution import ModelAttribution
 from pipelines.messages import SourcePosition
 from pipelines.rule_hits import RuleHit
 from pipelines.scores import ModelScores
+from pipelines.tenants import DEFAULT_TENANT
 
 __all__ = ["DecidedBy", "Decision", "PolicyResult", "Verdict"]
 
@@ -72,3 +73,6 @@ class Verdict:
     """The words that moved the model's decision (``pipelines.attribution``): raw-text offsets
     and drops, for escalated verdicts the model decided; ``None`` for every other verdict, and
     when the attribution's extra model call failed."""
+    tenant: str = DEFAULT_TENANT
+    """The community the message belongs to (``ChatMessage.tenant``): stored on the verdict's
+    row, its review item and its published record."""

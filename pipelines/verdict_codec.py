@@ -9,7 +9,8 @@ Three shapes, and the conversions between them:
 
 The record never contains the message text (nor its hash). Fields:
 
-``schema_version`` (1), ``message_id``, ``group_id``, ``sender_id``, ``source_topic``,
+``schema_version`` (1), ``tenant`` (the message's community; ``default`` when it named none),
+``message_id``, ``group_id``, ``sender_id``, ``source_topic``,
 ``source_partition``, ``source_offset``, ``decision`` (allow|flag|block), ``decided_by``
 (rules|model|pending_model), ``escalate``, ``category`` (or null), ``priority`` (0..1),
 ``reasons`` (list of strings), ``rule_hits`` (list of ``{rule_id, category, severity, action}``,
@@ -43,6 +44,7 @@ from pipelines.scores import (
     TOXICITY_LABELS,
     ModelScores,
 )
+from pipelines.tenants import DEFAULT_TENANT
 from pipelines.verdict import DecidedBy, Decision, PolicyResult, Verdict
 
 __all__ = [
@@ -90,6 +92,7 @@ VERDICT_COLUMNS: tuple[str, ...] = (
     "queue_ms",
     "inference_ms",
     "model_spans",
+    "tenant",
 )
 """The ``verdicts`` columns a verdict fills, in the order of ``verdict_row``."""
 
@@ -151,6 +154,7 @@ def verdict_row(verdict: Verdict) -> tuple[Any, ...]:
         verdict.queue_ms,
         verdict.inference_ms,
         _dumps(verdict.model_spans.as_dict()) if verdict.model_spans is not None else None,
+        verdict.tenant,
     )
 
 
@@ -217,6 +221,7 @@ def verdict_from_row(row: Mapping[str, Any]) -> Verdict:
         queue_ms=float(row["queue_ms"]),
         inference_ms=float(inference_ms) if inference_ms is not None else None,
         model_spans=model_attribution_from_json(_json(row.get("model_spans"))),
+        tenant=str(row.get("tenant") or DEFAULT_TENANT),
     )
 
 
@@ -231,6 +236,7 @@ def verdict_record(verdict: Verdict, *, created_at: datetime) -> dict[str, objec
     scores = verdict.scores
     return {
         "schema_version": SCHEMA_VERSION,
+        "tenant": verdict.tenant,
         "message_id": verdict.message_id,
         "group_id": verdict.group_id,
         "sender_id": verdict.sender_id,
@@ -288,6 +294,7 @@ def record_from_row(row: Mapping[str, Any]) -> dict[str, object]:
     )
     return {
         "schema_version": SCHEMA_VERSION,
+        "tenant": str(row.get("tenant") or DEFAULT_TENANT),
         "message_id": row["message_id"],
         "group_id": row["group_id"],
         "sender_id": row["sender_id"],

@@ -15,6 +15,7 @@ from pipelines.messages import ChatMessage, SourcePosition
 from pipelines.policy import PolicyThresholds, decide
 from pipelines.rule_hits import RuleOutcome
 from pipelines.scores import ModelScores
+from pipelines.tenants import DEFAULT_TENANT
 from pipelines.verdict import Verdict
 
 __all__ = ["NO_MODEL", "MessageFacts", "ModelRun", "make_verdict", "text_sha256"]
@@ -35,6 +36,7 @@ class MessageFacts:
     sender_id: str
     sent_at: datetime
     text_sha256: str
+    tenant: str = DEFAULT_TENANT
 
     @classmethod
     def of(cls, position: SourcePosition, message: ChatMessage) -> MessageFacts:
@@ -46,6 +48,7 @@ class MessageFacts:
             sender_id=message.sender_id,
             sent_at=message.sent_at,
             text_sha256=text_sha256(message.text),
+            tenant=message.tenant,
         )
 
     @classmethod
@@ -58,6 +61,7 @@ class MessageFacts:
             sender_id=verdict.sender_id,
             sent_at=verdict.sent_at,
             text_sha256=verdict.text_sha256,
+            tenant=verdict.tenant,
         )
 
 
@@ -101,4 +105,5 @@ def make_verdict(
         batch_id=run.batch_id,
         queue_ms=queue_ms,
         inference_ms=run.inference_ms,
+        tenant=facts.tenant,
     )

@@ -185,6 +185,11 @@ class UserInfo(BaseModel):
     role: Role
 
 
+class Me(UserInfo):
+    tenants: list[str] | None
+    """The tenants whose items the caller sees (``None``: every tenant, an unbound admin)."""
+
+
 class SenderStrikes(BaseModel):
     sender_id: str
     strikes: int
@@ -237,10 +242,10 @@ def _register_api(app: FastAPI) -> None:
             return Response("postgres unavailable\n", status_code=503, media_type="text/plain")
         return Response("ready\n", media_type="text/plain")
 
-    @app.get("/api/me", response_model=UserInfo, tags=["auth"])
-    async def me(user: CurrentUser) -> UserInfo:
-        """Who the token belongs to."""
-        return UserInfo(name=user.name, role=user.role)
+    @app.get("/api/me", response_model=Me, tags=["auth"])
+    async def me(user: CurrentUser) -> Me:
+        """Who the token belongs to, and the tenants whose items it sees."""
+        return Me(name=user.name, role=user.role, tenants=user.tenant_list)
 
     @app.get("/api/queue", response_model=list[QueueItem], tags=["queue"])
     async def list_queue(user: CurrentUser, svc: Services, flt: Filter) -> list[QueueItem]:
@@ -314,7 +319,9 @@ def _register_api(app: FastAPI) -> None:
         if caller.role is not Role.PLATFORM:
             raise HTTPException(status_code=403, detail="appeals are filed by the platform")
         try:
-            filed = await svc.appeals.file(body, channel="api", filed_by=caller.name)
+            filed = await svc.appeals.file(
+                body, channel="api", filed_by=caller.name, tenants=caller.tenant_list
+            )
         except AppealError as exc:
             svc.metrics.appeals_refused_total.labels("api", exc.code).inc()
             raise
@@ -326,7 +333,7 @@ def _register_api(app: FastAPI) -> None:
     @app.get("/api/appeals/{appeal_id}", response_model=AppealView, tags=["appeals"])
     async def appeal(appeal_id: str, caller: AppealsCaller, svc: Services) -> AppealView:
         """An appeal and where it stands (the platform's, or one in the caller's queues)."""
-        found = await svc.appeals.get(appeal_id)
+        found = await svc.appeals.get(appeal_id, caller.tenant_list)
         if caller.role is not Role.PLATFORM and not caller.works(APPEALS_QUEUE, found.category):
             raise ForbiddenQueueError(f"appeal {found.appeal_id} is outside your queues")
         return found
@@ -357,10 +364,11 @@ def _register_api(app: FastAPI) -> None:
 
     @app.get("/api/senders/{sender_id}/strikes", response_model=SenderStrikes, tags=["senders"])
     async def sender_strikes(sender_id: str, user: CurrentUser, svc: Services) -> SenderStrikes:
-        """A sender's live strike total (what the rules see as metadata.sender_strikes)."""
+        """A sender's live strike total within the caller's tenants (what the rules see as
+        metadata.sender_strikes)."""
         from common.strikes import active_strikes
 
-        totals = await active_strikes(svc.pool, [sender_id])
+        totals = await active_strikes(svc.pool, [sender_id], user.tenant_list)
         return SenderStrikes(sender_id=sender_id, strikes=totals[sender_id])
 
     @app.get("/api/users", response_model=list[UserInfo], tags=["admin"])

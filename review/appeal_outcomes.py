@@ -136,8 +136,8 @@ class AppealOutcomes:
             )
             await conn.execute(
                 "INSERT INTO review_decision_outbox "
-                "(decision_id, review_event_id, message_key, payload) "
-                "VALUES ($1::uuid, $2, $3, $4::jsonb)",
+                "(decision_id, review_event_id, message_key, payload, tenant) "
+                "VALUES ($1::uuid, $2, $3, $4::jsonb, $5)",
                 correction_id,
                 event_id,
                 appeal["group_id"],
@@ -145,6 +145,7 @@ class AppealOutcomes:
                     _correction(appeal, item["id"], user, outcome, reason, correction_id, lifted)
                     | {"decided_at": decided_at.isoformat()}
                 ),
+                appeal["tenant"],
             )
         _log.info(
             "appeal_decided",
@@ -177,6 +178,7 @@ def _correction(
     """The correction record for ``moderation.decisions`` (module docs), without its time."""
     return {
         "decision_id": correction_id,
+        "tenant": appeal["tenant"],
         "type": CORRECTION_TYPE,
         "correction": True,
         "review_item_id": item_id,

@@ -24,6 +24,7 @@ Every refusal is a typed :class:`~review.errors.AppealError`; the statement is n
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -65,7 +66,7 @@ _AGAINST_THE_MESSAGE = frozenset({"flag", "block"})
 
 _VERDICT_AT = """
 SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
-       decision, decided_by, category, priority, reasons
+       decision, decided_by, category, priority, reasons, tenant
 FROM verdicts
 WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3
 ORDER BY sent_at DESC LIMIT 1
@@ -74,7 +75,7 @@ ORDER BY sent_at DESC LIMIT 1
 _ITEM_AT = """
 SELECT id, status, queue, resolution, resolved_by, message_text, category, priority,
        auto_decision, reasons, sent_at, message_id, group_id, sender_id,
-       source_topic, source_partition, source_offset
+       source_topic, source_partition, source_offset, tenant
 FROM review_items
 WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3
 """
@@ -102,16 +103,17 @@ WHERE source_topic = $1 AND source_partition = $2 AND source_offset = $3
 # The appeal's item, in the appeals queue at the appeals' own coordinates (migration 0092).
 _OPEN_ITEM = """
 SELECT id, public_id::text AS public_id, created_at
-FROM modstream_open_appeal_item($1, $2, $3, $4, $5, $6, $7, $8, $9)
+FROM modstream_open_appeal_item($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 """
 
 _INSERT_APPEAL = """
 INSERT INTO appeals (appeal_key, channel, filed_by, appellant_id, statement, source_topic,
                      source_partition, source_offset, sent_at, message_id, group_id, sender_id,
                      category, original_decision, original_decided_by, original_moderator,
-                     original_decision_id, original_item_id, review_item_id, filed_at, due_at)
+                     original_decision_id, original_item_id, review_item_id, filed_at, due_at,
+                     tenant)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
-        $20::timestamptz, $20::timestamptz + make_interval(secs => $21))
+        $20::timestamptz, $20::timestamptz + make_interval(secs => $21), $22)
 RETURNING id, public_id::text AS public_id, filed_at, due_at
 """
 
@@ -140,6 +142,7 @@ class _Target:
     decision_id: uuid.UUID | None
     item_id: int | None
     item_text: str | None
+    tenant: str
 
 
 class AppealDesk:
@@ -157,29 +160,49 @@ class AppealDesk:
                 f"a statement may be at most {limit} characters (this one has {len(statement)})"
             )
 
-    async def file(self, request: AppealRequest, *, channel: Channel, filed_by: str) -> AppealFiled:
+    async def file(
+        self,
+        request: AppealRequest,
+        *,
+        channel: Channel,
+        filed_by: str,
+        tenants: Sequence[str] | None = None,
+    ) -> AppealFiled:
         """File ``request`` (module docs); a replay of its ``appeal_id`` answers the existing
-        appeal with ``created`` false."""
+        appeal with ``created`` false. ``tenants``: the tenants the filer speaks for (``None``:
+        every tenant, the platform's own Kafka topic); a verdict of another tenant is answered
+        as one that does not exist."""
         if channel not in _CHANNELS:
             raise ValueError(f"unknown appeal channel {channel!r}")
         self.check_statement(request.statement)
         try:
-            return await self._file_once(request, channel, filed_by)
+            return await self._file_once(request, channel, filed_by, tenants)
         except asyncpg.UniqueViolationError:
             # Someone filed the same appeal id (or the same verdict) at the same moment: the
             # second look finds it and answers as a replay or a refusal.
-            return await self._file_once(request, channel, filed_by)
+            return await self._file_once(request, channel, filed_by, tenants)
 
     async def _file_once(
-        self, request: AppealRequest, channel: Channel, filed_by: str
+        self,
+        request: AppealRequest,
+        channel: Channel,
+        filed_by: str,
+        tenants: Sequence[str] | None,
     ) -> AppealFiled:
         async with self._pool.acquire() as conn, conn.transaction():
             existing = await conn.fetchrow(
                 SELECT_APPEAL + "WHERE a.appeal_key = $1", request.appeal_id
             )
-            if existing is not None:
+            if existing is not None and (tenants is None or existing["tenant"] in tenants):
                 return self._replay(request, existing)
+            if existing is not None:
+                raise InvalidAppealError(
+                    f"appeal_id {request.appeal_id[:128]!r} already names an appeal of another "
+                    "decision"
+                )
             target = await self._target(conn, request)
+            if tenants is not None and target.tenant not in tenants:
+                raise AppealTargetNotFoundError("no such verdict or decision")
             taken = await conn.fetchval(
                 "SELECT public_id::text FROM appeals WHERE source_topic = $1 "
                 "AND source_partition = $2 AND source_offset = $3",
@@ -212,6 +235,7 @@ class AppealDesk:
                 target.priority,
                 target.automatic_decision,
                 target.reasons,
+                target.tenant,
             )
             assert item is not None
             appeal = await conn.fetchrow(
@@ -237,6 +261,7 @@ class AppealDesk:
                 item["id"],
                 item["created_at"],
                 float(self._settings.appeals_target_s),
+                target.tenant,
             )
             assert appeal is not None
             details = {
@@ -304,7 +329,8 @@ class AppealDesk:
             item = await conn.fetchrow(
                 "SELECT id, status, queue, resolution, resolved_by, message_text, category, "
                 "priority, auto_decision, reasons, sent_at, message_id, group_id, sender_id, "
-                "source_topic, source_partition, source_offset FROM review_items WHERE id = $1",
+                "source_topic, source_partition, source_offset, tenant FROM review_items "
+                "WHERE id = $1",
                 found["review_item_id"],
             )
             assert item is not None
@@ -351,6 +377,7 @@ class AppealDesk:
             decision_id=None,
             item_id=None if item is None else item["id"],
             item_text=None if item is None else (item["message_text"] or None),
+            tenant=verdict["tenant"],
         )
 
     @staticmethod
@@ -383,12 +410,14 @@ class AppealDesk:
             decision_id=decision_id,
             item_id=item["id"],
             item_text=item["message_text"] or None,
+            tenant=item["tenant"],
         )
 
-    async def get(self, ref: str) -> AppealView:
-        """One appeal by its public id (``appeal_not_found`` otherwise)."""
+    async def get(self, ref: str, tenants: Sequence[str] | None = None) -> AppealView:
+        """One appeal by its public id (``appeal_not_found`` otherwise, and for an appeal of a
+        tenant outside ``tenants``; ``None``: every tenant)."""
         row = await self._pool.fetchrow(SELECT_APPEAL + "WHERE a.public_id = $1", _public_id(ref))
-        if row is None:
+        if row is None or (tenants is not None and row["tenant"] not in tenants):
             raise AppealNotFoundError(f"appeal {ref[:64]!r} does not exist")
         return appeal_view(row)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import asyncpg
 
 from common.api_tokens import digest, find_token_owner, new_token
+from pipelines.tenants import check_tenant_id
 from review.errors import UserExistsError
 from review.schemas import Role, User
 
@@ -44,32 +45,46 @@ _REVIEW_ROLES = frozenset({Role.MODERATOR.value, Role.ADMIN.value})
 
 def _user(row: asyncpg.Record) -> User:
     categories = row["categories"]
+    tenants = row["tenants"]
     return User(
         id=row["id"],
         name=row["name"],
         role=Role(row["role"]),
         categories=None if categories is None else tuple(categories),
+        tenants=None if tenants is None else tuple(tenants),
     )
 
 
 async def create_user(
-    conn: Conn, name: str, role: Role, categories: list[str] | None = None
+    conn: Conn,
+    name: str,
+    role: Role,
+    categories: list[str] | None = None,
+    tenants: list[str] | None = None,
 ) -> str:
     """Create a user and return its token; the token is not stored and cannot be shown again.
 
     ``categories`` are the user's queues within their role's (``None``: every category).
+    ``tenants`` are the tenants the user is bound to (``None``: unbound, which is every tenant
+    for an admin and the default tenant alone for a moderator or a platform token).
     """
     if categories is not None and not categories:
         raise ValueError("categories must name at least one category, or be None for all")
+    if tenants is not None:
+        if not tenants:
+            raise ValueError("tenants must name at least one tenant, or be None for unbound")
+        for tenant in tenants:
+            check_tenant_id(tenant)
     token = new_token()
     try:
         await conn.execute(
-            "INSERT INTO review_users (name, role, token_sha256, categories) "
-            "VALUES ($1, $2, $3, $4::text[])",
+            "INSERT INTO review_users (name, role, token_sha256, categories, tenants) "
+            "VALUES ($1, $2, $3, $4::text[], $5::text[])",
             name,
             role.value,
             digest(token),
             categories,
+            tenants,
         )
     except asyncpg.UniqueViolationError as exc:
         raise UserExistsError(f"user {name!r} already exists") from exc
@@ -94,7 +109,13 @@ async def authenticate_token(conn: Conn, token: str) -> User | None:
     owner = await find_token_owner(conn, token)
     if owner is None or owner.role not in _REVIEW_ROLES:
         return None
-    return User(id=owner.id, name=owner.name, role=Role(owner.role), categories=owner.categories)
+    return User(
+        id=owner.id,
+        name=owner.name,
+        role=Role(owner.role),
+        categories=owner.categories,
+        tenants=owner.tenants,
+    )
 
 
 async def authenticate_platform(conn: Conn, token: str) -> User | None:
@@ -103,7 +124,9 @@ async def authenticate_platform(conn: Conn, token: str) -> User | None:
     owner = await find_token_owner(conn, token)
     if owner is None or owner.role != Role.PLATFORM.value:
         return None
-    return User(id=owner.id, name=owner.name, role=Role.PLATFORM, categories=None)
+    return User(
+        id=owner.id, name=owner.name, role=Role.PLATFORM, categories=None, tenants=owner.tenants
+    )
 
 
 class ConsoleSession:
@@ -140,7 +163,7 @@ async def authenticate_session(conn: Conn, session_id: str) -> ConsoleSession | 
         return None
     wanted = digest(session_id)
     row = await conn.fetchrow(
-        "SELECT u.id, u.name, u.role, u.categories, s.id_sha256, s.csrf_token "
+        "SELECT u.id, u.name, u.role, u.categories, u.tenants, s.id_sha256, s.csrf_token "
         "FROM review_sessions s JOIN review_users u ON u.id = s.user_id "
         "WHERE s.id_sha256 = $1 AND s.expires_at > now() AND u.disabled_at IS NULL",
         wanted,

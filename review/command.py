@@ -45,8 +45,25 @@ def parse_queues(raw: str | None) -> list[str] | None:
     return categories
 
 
+def parse_tenants(raw: str) -> list[str]:
+    """``--tenants a,b`` as a list of valid tenant ids (at least one)."""
+    from pipelines.tenants import TenantIdError, check_tenant_id
+
+    tenants = sorted({part.strip() for part in raw.split(",") if part.strip()})
+    if not tenants:
+        raise argparse.ArgumentTypeError("--tenants needs at least one tenant id")
+    try:
+        return [check_tenant_id(tenant) for tenant in tenants]
+    except TenantIdError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 async def _add_user(
-    settings: ReviewServiceSettings, name: str, role: str, categories: list[str] | None
+    settings: ReviewServiceSettings,
+    name: str,
+    role: str,
+    categories: list[str] | None,
+    tenants: list[str] | None = None,
 ) -> str:
     import asyncpg
 
@@ -55,7 +72,7 @@ async def _add_user(
 
     conn = await asyncpg.connect(settings.postgres.dsn.get_secret_value())
     try:
-        return await create_user(conn, name, Role(role), categories)
+        return await create_user(conn, name, Role(role), categories, tenants)
     finally:
         await conn.close()
 
@@ -65,12 +82,19 @@ def _run_add_user(args: argparse.Namespace) -> int:
     from review.errors import UserExistsError
 
     try:
-        token = asyncio.run(_add_user(settings, args.name, args.role, args.queues))
+        token = asyncio.run(_add_user(settings, args.name, args.role, args.queues, args.tenants))
     except UserExistsError as exc:
         print(f"error: {exc}")
         return 1
     works = "every category" if args.queues is None else ", ".join(args.queues)
-    print(f"created {args.role} {args.name} ({works}); this token is shown once, store it now:")
+    if args.tenants is not None:
+        scope = "tenants " + ", ".join(args.tenants)
+    else:
+        scope = "every tenant" if args.role == "admin" else "the default tenant"
+    print(
+        f"created {args.role} {args.name} ({works}; {scope}); this token is shown once, "
+        "store it now:"
+    )
     print(token)
     return 0
 
@@ -117,6 +141,14 @@ def register(subparsers: Any) -> None:
         default=None,
         metavar="CATEGORY,...",
         help="the categories this user works (default: all); items outside them stay hidden",
+    )
+    add_user.add_argument(
+        "--tenants",
+        type=parse_tenants,
+        default=None,
+        metavar="TENANT,...",
+        help="the tenants this user acts for (default: every tenant for an admin, the default "
+        "tenant for a moderator or a platform token); other tenants' items do not exist for it",
     )
     add_user.set_defaults(handler=_run_add_user)
     disable = commands.add_parser("disable-user", help="revoke a user's token and sessions")

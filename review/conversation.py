@@ -1,7 +1,8 @@
 """The conversation around an escalated message: a bounded window of its group's messages.
 
 Threats, grooming and harassment are read in context, so the item view shows the messages of the
-item's group just before and just after it (``ReviewSettings.context_before`` /
+item's group (within the item's tenant: another tenant's group of the same id is another group)
+just before and just after it (``ReviewSettings.context_before`` /
 ``context_after``, within ``context_hours`` of it), in the order they were sent, each with its
 sender (and whether it is the escalated message's sender) and its verdict.
 
@@ -34,7 +35,7 @@ __all__ = ["conversation_window"]
 
 # One bind per value; the SQL is a constant. $1 group, $2 sent_at, $3 topic, $4 partition,
 # $5 offset, $6 before, $7 after, $8 how far in time, $9 user's queues, $10 user's categories,
-# $11 the item's sender.
+# $11 the item's sender, $12 the item's tenant (a group id names a group within its tenant).
 _WINDOW = """
 WITH here AS (
     SELECT $1::text AS group_id, $2::timestamptz AS sent_at, $3::text AS topic,
@@ -44,7 +45,7 @@ around AS (
     (SELECT v.source_topic, v.source_partition, v.source_offset, v.sent_at, v.message_id,
             v.sender_id, v.decision, v.category, false AS is_item
        FROM verdicts v, here h
-      WHERE v.group_id = h.group_id
+      WHERE v.group_id = h.group_id AND v.tenant = $12::text
         AND v.sent_at <= h.sent_at AND v.sent_at >= h.sent_at - h.span
         AND (v.sent_at, v.source_topic, v.source_partition, v.source_offset)
             < (h.sent_at, h.topic, h.part, h.off)
@@ -55,13 +56,14 @@ around AS (
     (SELECT v.source_topic, v.source_partition, v.source_offset, v.sent_at, v.message_id,
             v.sender_id, v.decision, v.category, true AS is_item
        FROM verdicts v, here h
-      WHERE v.group_id = h.group_id AND v.sent_at = h.sent_at AND v.source_topic = h.topic
+      WHERE v.group_id = h.group_id AND v.tenant = $12::text AND v.sent_at = h.sent_at
+        AND v.source_topic = h.topic
         AND v.source_partition = h.part AND v.source_offset = h.off)
     UNION ALL
     (SELECT v.source_topic, v.source_partition, v.source_offset, v.sent_at, v.message_id,
             v.sender_id, v.decision, v.category, false AS is_item
        FROM verdicts v, here h
-      WHERE v.group_id = h.group_id
+      WHERE v.group_id = h.group_id AND v.tenant = $12::text
         AND v.sent_at >= h.sent_at AND v.sent_at <= h.sent_at + h.span
         AND (v.sent_at, v.source_topic, v.source_partition, v.source_offset)
             > (h.sent_at, h.topic, h.part, h.off)
@@ -142,5 +144,6 @@ async def conversation_window(
         user.queues,
         user.category_list,
         item["sender_id"],
+        item["tenant"],
     )
     return [_message(row) for row in rows]

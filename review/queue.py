@@ -18,6 +18,7 @@ conditional ``UPDATE`` that re-checks after the row lock), so two moderators nev
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from datetime import datetime
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import asyncpg
 
+from common.logs import get_logger
 from pipelines.scores import HARM_LABELS
 from pipelines.severe_harm import URGENT_CATEGORIES
 from review.appeal_records import SELECT_APPEAL, appeal_view
@@ -62,6 +64,8 @@ from review.settings import ReviewSettings
 from review.strikes import STRIKE_WEIGHTS
 
 __all__ = ["QUEUES", "Conn", "ReviewQueue"]
+
+_log = get_logger(__name__)
 
 QUEUES: tuple[str, ...] = ("moderator", "admin", APPEALS_QUEUE)
 """Every queue an item can be in (``review_items.queue``'s CHECK constraint)."""
@@ -107,14 +111,17 @@ _FROM = """review_items r
        AND v.source_offset = r.source_offset AND v.sent_at = r.sent_at
     LEFT JOIN LATERAL (
         SELECT COALESCE(sum(s.weight), 0)::integer AS total FROM sender_strikes s
-        WHERE s.sender_id = r.sender_id AND s.expires_at > now()) st ON true"""
+        WHERE s.sender_id = r.sender_id AND s.tenant = r.tenant
+          AND s.expires_at > now()) st ON true"""
 
 
-def _member(queues: int, categories: int) -> str:
-    """SQL: the item ``r`` is in the user's queues (bind numbers of the two array parameters)."""
+def _member(queues: int, categories: int, tenants: int) -> str:
+    """SQL: the item ``r`` is in the user's queues and tenants (bind numbers of the three array
+    parameters: ``User.queues``, ``User.category_list``, ``User.tenant_list``)."""
     return (
         f"(r.queue = ANY(${queues}::text[]) AND (${categories}::text[] IS NULL "
-        f"OR r.category = ANY(${categories}::text[])))"
+        f"OR r.category = ANY(${categories}::text[])) AND (${tenants}::text[] IS NULL "
+        f"OR r.tenant = ANY(${tenants}::text[])))"
     )
 
 
@@ -123,8 +130,8 @@ _NOT_OWN_APPEAL = """NOT EXISTS (SELECT 1 FROM appeals a
     WHERE a.review_item_id = r.id AND a.original_moderator = $10)"""
 
 # Filters: $4 queues, $5 category, $6 group, $7 min age s, $8 max age s, $9 user's categories,
-# $10 user's name.
-_FILTERS = f"""{_member(4, 9)}
+# $10 user's name, $11 user's tenants.
+_FILTERS = f"""{_member(4, 9, 11)}
     AND ($5::text IS NULL OR r.category = $5)
     AND ($6::text IS NULL OR r.group_id = $6)
     AND ($7::double precision IS NULL OR {_AGE_S} >= $7)
@@ -163,6 +170,8 @@ class ReviewQueue:
     def __init__(self, pool: asyncpg.Pool[Any], settings: ReviewSettings) -> None:
         self._pool = pool
         self._settings = settings
+        self._denials: set[asyncio.Task[None]] = set()
+        """Denials being recorded (``check_tenant``): held so they run to the end."""
 
     def _rank_args(self) -> list[float]:
         s = self._settings
@@ -183,6 +192,7 @@ class ReviewQueue:
             flt.max_age_s,
             user.category_list,
             user.name,
+            user.tenant_list,
         ]
 
     async def list_items(self, user: User, flt: QueueFilter) -> list[QueueItem]:
@@ -199,7 +209,7 @@ class ReviewQueue:
             FROM {_FROM}
             WHERE {status_cond} AND {_FILTERS}
             {_ORDER}
-            LIMIT $11"""  # noqa: S608
+            LIMIT $12"""  # noqa: S608
         rows = await self._pool.fetch(sql, *self._filter_args(user, flt), flt.limit)
         return [QueueItem(**dict(row)) for row in rows]
 
@@ -211,17 +221,19 @@ class ReviewQueue:
                    count(*) FILTER (WHERE NOT {_LIVE_CLAIM})::integer AS open,
                    count(*) FILTER (WHERE {_LIVE_CLAIM})::integer AS claimed
             FROM review_items r
-            WHERE {_UNFINISHED} AND {_member(1, 2)}
+            WHERE {_UNFINISHED} AND {_member(1, 2, 3)}
             GROUP BY r.queue, r.category
             ORDER BY r.queue DESC, r.category NULLS LAST""",  # noqa: S608
             user.queues,
             user.category_list,
+            user.tenant_list,
         )
         return [QueueCount(**dict(row)) for row in rows]
 
     async def depth(self) -> list[QueueDepth]:
-        """Every queue's backlog (every queue, even when empty), whoever may work it; overdue
-        items are past their queue's target (``review.*_target_s``; an appeal: its deadline)."""
+        """Every queue's backlog (every queue, even when empty, every tenant: the service's
+        metrics), whoever may work it; overdue items are past their queue's target
+        (``review.*_target_s``; an appeal: its deadline)."""
         targets = self._settings.queue_targets_s
         queues = list(QUEUES)
         rows = await self._pool.fetch(
@@ -297,12 +309,13 @@ class ReviewQueue:
         public_id = _public_id(ref)
         async with self._pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
-                "SELECT r.id, r.queue, r.category, r.status, r.claimed_by, "  # noqa: S608
+                "SELECT r.id, r.queue, r.category, r.status, r.claimed_by, r.tenant, "  # noqa: S608
                 f"{_LIVE_CLAIM} AS live FROM review_items r WHERE r.public_id = $1 FOR UPDATE",
                 public_id,
             )
             if row is None:
                 raise ItemNotFoundError(f"review item {public_id} does not exist")
+            await self.check_tenant(user, public_id, row, "claim")
             if not user.works(row["queue"], row["category"]):
                 raise _outside(str(public_id), row["queue"], row["category"])
             if row["status"] in _FINISHED:
@@ -365,6 +378,7 @@ class ReviewQueue:
         )
         if row is None:
             raise ItemNotFoundError(f"review item {public_id} does not exist")
+        await self.check_tenant(user, public_id, row, "claimed_action")
         if not user.works(row["queue"], row["category"]):
             raise _outside(str(public_id), row["queue"], row["category"])
         if row["status"] in _FINISHED:
@@ -374,6 +388,38 @@ class ReviewQueue:
             raise ClaimRequiredError(f"claim item {public_id} first (a claim may have expired)")
         locked: asyncpg.Record = row
         return locked
+
+    async def check_tenant(
+        self, user: User, public_id: uuid.UUID, row: asyncpg.Record, action: str
+    ) -> None:
+        """Answer an item of a tenant ``user`` is not bound to exactly as one that does not
+        exist (so ids cannot be probed), and record the attempt in ``access_denials``: on a
+        connection of its own (the caller's transaction is about to roll back), in the
+        background, so the answer comes as soon as an unknown id's would."""
+        if user.sees_tenant(row["tenant"]):
+            return
+        _log.warning("review_other_tenant_item", actor=user.name, action=action)
+        task = asyncio.create_task(
+            self._record_denial(user, action, row["tenant"], row["id"]),
+            name="review-access-denial",
+        )
+        self._denials.add(task)
+        task.add_done_callback(self._denials.discard)
+        raise ItemNotFoundError(f"review item {public_id} does not exist")
+
+    async def _record_denial(self, user: User, action: str, tenant: str, item_id: int) -> None:
+        try:
+            await self._pool.execute(
+                "INSERT INTO access_denials (service, actor, actor_role, action, tenant, item_id) "
+                "VALUES ('review', $1, $2, $3, $4, $5)",
+                user.name,
+                user.role.value,
+                action,
+                tenant,
+                item_id,
+            )
+        except Exception as exc:  # the refusal stands; the log line above keeps the attempt
+            _log.warning("review_denial_not_recorded", error=type(exc).__name__)
 
     async def append_event(
         self,
@@ -451,18 +497,20 @@ class ReviewQueue:
             if weight:
                 await conn.execute(
                     "INSERT INTO sender_strikes "
-                    "(sender_id, group_id, review_item_id, action, weight, expires_at) "
-                    "VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6))",
+                    "(sender_id, group_id, review_item_id, action, weight, expires_at, tenant) "
+                    "VALUES ($1, $2, $3, $4, $5, now() + make_interval(days => $6), $7)",
                     item["sender_id"],
                     item["group_id"],
                     item_id,
                     action.value,
                     weight,
                     self._settings.strike_decay_days,
+                    item["tenant"],
                 )
             if decision_id is not None:
                 payload = {
                     "decision_id": decision_id,
+                    "tenant": item["tenant"],
                     "review_item_id": item_id,
                     "action": action.value,
                     "reason": reason,
@@ -482,12 +530,13 @@ class ReviewQueue:
                 }
                 await conn.execute(
                     "INSERT INTO review_decision_outbox "
-                    "(decision_id, review_event_id, message_key, payload) "
-                    "VALUES ($1::uuid, $2, $3, $4::jsonb)",
+                    "(decision_id, review_event_id, message_key, payload, tenant) "
+                    "VALUES ($1::uuid, $2, $3, $4::jsonb, $5)",
                     decision_id,
                     event_id,
                     item["group_id"],
                     encode_payload(payload),
+                    item["tenant"],
                 )
         return DecisionResult(
             item_id=public_id,
@@ -520,7 +569,7 @@ class ReviewQueue:
             "SELECT e.id, r.public_id::text AS review_item_id, e.actor, e.action, "  # noqa: S608
             "e.reason, e.details, e.created_at "
             "FROM review_events e JOIN review_items r ON r.id = e.review_item_id "
-            f"WHERE {_member(4, 5)} "
+            f"WHERE {_member(4, 5, 6)} "
             "AND ($1::uuid IS NULL OR r.public_id = $1) "
             "AND ($2::text IS NULL OR e.actor = $2) ORDER BY e.id DESC LIMIT $3",
             public_id,
@@ -528,6 +577,7 @@ class ReviewQueue:
             limit,
             user.queues,
             user.category_list,
+            user.tenant_list,
         )
         return [AuditEvent(**{**dict(row), "details": _jsonb(row["details"])}) for row in rows]
 
@@ -550,9 +600,11 @@ class ReviewQueue:
             )
             if item is None:
                 raise ItemNotFoundError(f"review item {public_id} does not exist")
+            await self.check_tenant(user, public_id, item, "view")
             if not user.works(item["queue"], item["category"]):
                 raise _outside(str(public_id), item["queue"], item["category"])
             item_id: int = item["id"]
+            tenant: str = item["tenant"]
             holds_claim = bool(item["live"]) and item["claimed_by"] == user.name
             text_visible = holds_claim or user.role is Role.ADMIN
             # An appeal's item is read as the appealed message: its verdict and conversation.
@@ -584,9 +636,9 @@ class ReviewQueue:
             group_messages = await conn.fetch(
                 "SELECT r.public_id::text AS id, r.sender_id, r.message_id, "  # noqa: S608
                 "r.sent_at, "
-                f"CASE WHEN $4::boolean AND {_member(5, 6)} THEN r.message_text END "
+                f"CASE WHEN $4::boolean AND {_member(5, 6, 7)} THEN r.message_text END "
                 "AS message_text, r.category, r.status, r.resolution FROM review_items r "
-                "WHERE r.group_id = $1 AND r.sent_at < $2 AND r.id <> $3 "
+                "WHERE r.group_id = $1 AND r.sent_at < $2 AND r.id <> $3 AND r.tenant = $8 "
                 "ORDER BY r.sent_at DESC LIMIT 20",
                 item["group_id"],
                 item["sent_at"],
@@ -594,32 +646,40 @@ class ReviewQueue:
                 text_visible,
                 user.queues,
                 user.category_list,
+                user.tenant_list,
+                tenant,
             )
             group_verdicts = await conn.fetch(
                 "SELECT message_id, sender_id, sent_at, decision, decided_by, category "
                 "FROM verdicts WHERE group_id = $1 AND sent_at < $2 "
-                "AND sent_at > $2 - interval '7 days' ORDER BY sent_at DESC LIMIT 20",
+                "AND sent_at > $2 - interval '7 days' AND tenant = $3 "
+                "ORDER BY sent_at DESC LIMIT 20",
                 item["group_id"],
                 item["sent_at"],
+                tenant,
             )
             sender_items = await conn.fetch(
                 "SELECT public_id::text AS id, group_id, message_id, sent_at, category, status, "
                 "resolution, resolved_by, resolved_at FROM review_items "
-                "WHERE sender_id = $1 AND id <> $2 ORDER BY sent_at DESC LIMIT 20",
+                "WHERE sender_id = $1 AND id <> $2 AND tenant = $3 ORDER BY sent_at DESC LIMIT 20",
                 item["sender_id"],
                 item_id,
+                tenant,
             )
             counts = await conn.fetch(
                 "SELECT decision, count(*)::integer AS n FROM verdicts WHERE sender_id = $1 "
-                "AND sent_at > now() - interval '30 days' GROUP BY decision",
+                "AND sent_at > now() - interval '30 days' AND tenant = $2 GROUP BY decision",
                 item["sender_id"],
+                tenant,
             )
             strikes = await conn.fetch(
                 "SELECT s.action, s.weight, s.group_id, r.public_id::text AS review_item_id, "
                 "s.created_at, s.expires_at FROM sender_strikes s "
                 "JOIN review_items r ON r.id = s.review_item_id "
-                "WHERE s.sender_id = $1 AND s.expires_at > now() ORDER BY s.created_at DESC",
+                "WHERE s.sender_id = $1 AND s.expires_at > now() AND s.tenant = $2 "
+                "ORDER BY s.created_at DESC",
                 item["sender_id"],
+                tenant,
             )
             conversation: list[ConversationMessage] = []
             if text_visible:

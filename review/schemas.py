@@ -9,6 +9,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from pipelines.tenants import DEFAULT_TENANT
+
 __all__ = [
     "APPEALS_QUEUE",
     "Action",
@@ -69,6 +71,9 @@ class User(_Model):
     role: Role
     categories: tuple[str, ...] | None = None
     """The categories this user works (``add-user --queues``); ``None`` means every category."""
+    tenants: tuple[str, ...] | None = None
+    """The tenants this user is bound to (``add-user --tenants``). ``None``: an admin sees every
+    tenant, a moderator (and a platform token) the default tenant only."""
 
     @property
     def queues(self) -> list[str]:
@@ -84,6 +89,19 @@ class User(_Model):
     def category_list(self) -> list[str] | None:
         """``categories`` as a SQL array parameter (``None``: no category restriction)."""
         return None if self.categories is None else list(self.categories)
+
+    @property
+    def tenant_list(self) -> list[str] | None:
+        """The tenants whose items this user may see, as a SQL array parameter (``None``: every
+        tenant, for an unbound admin only)."""
+        if self.tenants is not None:
+            return list(self.tenants)
+        return None if self.role is Role.ADMIN else [DEFAULT_TENANT]
+
+    def sees_tenant(self, tenant: str) -> bool:
+        """Whether items of ``tenant`` exist for this user (others are answered as not found)."""
+        scope = self.tenant_list
+        return scope is None or tenant in scope
 
     def works(self, queue: str, category: str | None) -> bool:
         """Whether an item in ``queue`` with ``category`` is in this user's queues."""

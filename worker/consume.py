@@ -24,6 +24,7 @@ from engine.failpoints import Failpoints
 from engine.metrics import Metrics
 from engine.offsets import OffsetTracker, PartitionKey
 from engine.rule_stage import RuleStage
+from engine.sender_strikes import strike_key
 from engine.work import Work
 from pipelines.decode import DecodeError, decode_message
 from pipelines.messages import ChatMessage, SourcePosition
@@ -104,7 +105,7 @@ class ConsumeLoop:
                     if source.owns((record.topic, record.partition), epoch)
                 ]
                 # One look-up of moderators' strikes for this fetch's senders (cached).
-                await self._strikes.prefetch(w.message.sender_id for w, _ in works if w.message)
+                await self._strikes.prefetch(strike_key(w.message) for w, _ in works if w.message)
                 for handled, (work, epoch) in enumerate(works, start=1):
                     if not source.owns(work.partition_key, epoch):
                         continue  # revoked (or re-assigned) since this fetch returned

@@ -121,7 +121,9 @@ class Store(Protocol):
 class StrikeHistory(Protocol):
     """Strike totals as they stood at a moment (``engine.stores.strikes.StrikeStore``)."""
 
-    async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]: ...
+    async def strikes_at(
+        self, moments: Sequence[tuple[str, datetime]], tenants: Sequence[str] | None = None
+    ) -> list[int]: ...
 
 
 class _Inference(Protocol):
@@ -344,7 +346,9 @@ class Rescanner:
         report.no_verdict += sum(1 for _, _, found in found_at if found is None)
         known = [(r, m, found) for r, m, found in found_at if found is not None]
         # The strikes the sender had when the message was sent, not today's.
-        totals = await self._strikes.strikes_at([(m.sender_id, m.sent_at) for _, m, _ in known])
+        totals = await self._strikes.strikes_at(
+            [(m.sender_id, m.sent_at) for _, m, _ in known], [m.tenant for _, m, _ in known]
+        )
         reads = []
         for (record, message, found), strikes in zip(known, totals, strict=True):
             enriched = with_strikes(message, strikes)

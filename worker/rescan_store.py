@@ -87,15 +87,15 @@ _ARRAYS = """
 unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[], $7::text[],
        $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[], $13::real[], $14::text[],
        $15::text[], $16::text[], $17::text[], $18::text[], $19::text[], $20::text[], $21::text[],
-       $22::uuid[], $23::real[], $24::real[], $25::text[]%s)
+       $22::uuid[], $23::real[], $24::real[], $25::text[], $26::text[]%s)
 """
-"""The 25 arrays of ``verdict_arrays`` (``%s``: more arrays after them)."""
+"""The 26 arrays of ``verdict_arrays`` (``%s``: more arrays after them)."""
 
 _COLUMNS = (
-    "t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i, ms"
+    "t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i, ms, tn"
 )
 
-# The verdicts, the rescan id ($26) and whether each decision changed ($27): the decision and
+# The verdicts, the rescan id ($27) and whether each decision changed ($28): the decision and
 # everything the model and the rules gave, with the rescan's provenance, for every verdict read
 # (changed or not: each carries the model that decided it); only a changed one is published
 # again. A row this rescan already stamped is left alone (the checkpoint makes that impossible;
@@ -107,26 +107,26 @@ SET decision = x.d, decided_by = x.db, escalated = x.e, category = x.c, priority
     scores = x.sc::jsonb, sentiment_label = x.sl, intent_label = x.il, toxicity_label = x.tl,
     model_name = x.mn, model_version = x.mv, batch_id = x.b, inference_ms = x.i,
     model_spans = x.ms::jsonb,
-    published = v.published AND NOT x.ch, updated_at = now(), rescan_id = $26,
+    published = v.published AND NOT x.ch, updated_at = now(), rescan_id = $27,
     rescanned_at = now(), rescan_decision = NULL, rescan_decided_by = NULL,
     rescan_escalated = NULL, rescan_category = NULL, rescan_scores = NULL,
     rescan_model_name = NULL, rescan_model_version = NULL
-FROM {_ARRAYS % ", $27::bool[]"} AS x({_COLUMNS}, ch)
+FROM {_ARRAYS % ", $28::bool[]"} AS x({_COLUMNS}, ch)
 WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
-  AND v.sent_at = x.s AND v.rescan_id IS DISTINCT FROM $26
+  AND v.sent_at = x.s AND v.rescan_id IS DISTINCT FROM $27
 RETURNING v.source_topic, v.source_partition, v.source_offset
 """  # noqa: S608 (constants)
 
 # A verdict a person has: its decision stays; what the rescan would decide now goes beside it,
-# with the rescan id ($26). Returns whether the would-be verdict differs.
+# with the rescan id ($27). Returns whether the would-be verdict differs.
 _KEEP = f"""
 UPDATE verdicts v
 SET rescan_decision = x.d, rescan_decided_by = x.db, rescan_escalated = x.e,
     rescan_category = x.c, rescan_scores = x.sc::jsonb, rescan_model_name = x.mn,
-    rescan_model_version = x.mv, rescan_id = $26, rescanned_at = now()
+    rescan_model_version = x.mv, rescan_id = $27, rescanned_at = now()
 FROM {_ARRAYS % ""} AS x({_COLUMNS})
 WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
-  AND v.sent_at = x.s AND v.rescan_id IS DISTINCT FROM $26
+  AND v.sent_at = x.s AND v.rescan_id IS DISTINCT FROM $27
 RETURNING (v.decision <> x.d OR v.escalated <> x.e) AS differs
 """  # noqa: S608 (constants)
 

@@ -27,7 +27,6 @@ from engine.stores.database import (
 )
 from engine.stores.review_items import INSERT_REVIEW_ITEMS, Escalation, review_item_arrays
 from pipelines.messages import SourcePosition
-from pipelines.tenants import DEFAULT_TENANT
 from pipelines.verdict import Verdict
 from pipelines.verdict_factory import MessageFacts
 
@@ -58,10 +57,6 @@ class PendingRow:
     rule_hits: list[dict[str, Any]]
     queue_ms: float
     text: str
-    tenant: str = DEFAULT_TENANT
-    """The message's tenant, whose thresholds decide it again. Verdict rows do not carry a
-    tenant yet, so every row read back is the default tenant's until they do (then
-    ``_SELECT_PENDING`` reads the verdict's column into it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +84,8 @@ def pending_text_arrays(texts: Sequence[PendingText]) -> list[list[Any]]:
 
 _SELECT_PENDING = """
 SELECT v.source_topic, v.source_partition, v.source_offset, v.sent_at, v.message_id, v.group_id,
-       v.sender_id, v.text_sha256, v.rule_hits::text AS rule_hits, v.queue_ms, t.message_text
+       v.sender_id, v.text_sha256, v.rule_hits::text AS rule_hits, v.queue_ms, t.message_text,
+       v.tenant
 FROM pending_texts t
 JOIN verdicts v ON v.source_topic = t.source_topic AND v.source_partition = t.source_partition
                AND v.source_offset = t.source_offset AND v.sent_at = t.sent_at
@@ -110,7 +106,7 @@ WHERE t.created_at < now() - interval '1 minute'
       AND v.decided_by = 'pending_model')
 """
 
-# The 25 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
+# The 26 arrays of ``verdict_arrays``; only the model-dependent columns change, and only while
 # the row is still pending (a second re-scorer racing on the same row updates nothing).
 _APPLY_RESCORE = """
 UPDATE verdicts v
@@ -124,9 +120,9 @@ FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], 
             $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
             $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
             $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[],
-            $25::text[])
+            $25::text[], $26::text[])
      AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i,
-          ms)
+          ms, tn)
 WHERE v.source_topic = x.t AND v.source_partition = x.p AND v.source_offset = x.o
   AND v.sent_at = x.s AND v.decided_by = 'pending_model'
 RETURNING v.source_topic, v.source_partition, v.source_offset
@@ -173,6 +169,7 @@ class PendingTextStore:
                     sender_id=r["sender_id"],
                     sent_at=r["sent_at"],
                     text_sha256=r["text_sha256"],
+                    tenant=r["tenant"],
                 ),
                 rule_hits=orjson.loads(r["rule_hits"]),
                 queue_ms=float(r["queue_ms"]),

@@ -52,6 +52,9 @@ class DeadLetter:
     reason_code: str
     reason: str
     value_bytes: int
+    tenant: str | None = None
+    """The message's tenant when it is known (its verdict could not be stored), ``None`` when
+    the record could not be read far enough to say (stored as NULL)."""
 
 
 @dataclass(slots=True)
@@ -72,24 +75,25 @@ INSERT INTO verdicts (
     source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
     text_sha256, decision, decided_by, escalated, category, priority, reasons, rule_hits, scores,
     sentiment_label, intent_label, toxicity_label, model_name, model_version, batch_id,
-    queue_ms, inference_ms, model_spans)
+    queue_ms, inference_ms, model_spans, tenant)
 SELECT t, p, o, s, mid, gid, sid, h, d, db, e, c, pr,
        ARRAY(SELECT jsonb_array_elements_text(rs::jsonb)), rh::jsonb, sc::jsonb,
-       sl, il, tl, mn, mv, b, q, i, ms::jsonb
+       sl, il, tl, mn, mv, b, q, i, ms::jsonb, tn
 FROM unnest($1::text[], $2::int[], $3::bigint[], $4::timestamptz[], $5::text[], $6::text[],
             $7::text[], $8::text[], $9::text[], $10::text[], $11::bool[], $12::text[],
             $13::real[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
             $19::text[], $20::text[], $21::text[], $22::uuid[], $23::real[], $24::real[],
-            $25::text[])
+            $25::text[], $26::text[])
      AS x(t, p, o, s, mid, gid, sid, h, d, db, e, c, pr, rs, rh, sc, sl, il, tl, mn, mv, b, q, i,
-          ms)
+          ms, tn)
 ON CONFLICT DO NOTHING
 """
 
 _INSERT_DEAD_LETTERS = """
 INSERT INTO dead_letters (source_topic, source_partition, source_offset, reason_code, reason,
-                          value_bytes)
-SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[])
+                          value_bytes, tenant)
+SELECT * FROM unnest($1::text[], $2::int[], $3::bigint[], $4::text[], $5::text[], $6::int[],
+                     $7::text[])
 ON CONFLICT DO NOTHING
 """
 
@@ -123,6 +127,7 @@ def batch_parts(batch: VerdictBatch, consumer_group: str) -> list[Part]:
                     [x.reason_code for x in d],
                     [x.reason for x in d],
                     [x.value_bytes for x in d],
+                    [x.tenant for x in d],
                 ],
             )
         )

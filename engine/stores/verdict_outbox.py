@@ -23,7 +23,7 @@ _SELECT_UNPUBLISHED = """
 SELECT source_topic, source_partition, source_offset, sent_at, message_id, group_id, sender_id,
        decision, decided_by, escalated, category, priority, reasons, rule_hits::text AS rule_hits,
        scores::text AS scores, sentiment_label, intent_label, toxicity_label, model_name,
-       model_version, batch_id, model_spans::text AS model_spans, created_at, updated_at
+       model_version, batch_id, model_spans::text AS model_spans, created_at, updated_at, tenant
 FROM verdicts
 WHERE NOT published
   AND updated_at < now() - make_interval(secs => $1)

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bonline/api/moderation.proto\x12\x0cmodstream.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb4\x01\n\x13\x43heckMessageRequest\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tsender_id\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12+\n\x07sent_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\"K\n\x14\x43heckMessagesRequest\x12\x33\n\x08messages\x18\x01 \x03(\x0b\x32!.modstream.v1.CheckMessageRequest\"u\n\x07RuleHit\x12\x0f\n\x07rule_id\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x10\n\x08severity\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12%\n\x05spans\x18\x05 \x03(\x0b\x32\x16.modstream.v1.TextSpan\"&\n\x08TextSpan\x12\r\n\x05start\x18\x01 \x01(\r\x12\x0b\n\x03\x65nd\x18\x02 \x01(\r\"?\n\tModelSpan\x12$\n\x04span\x18\x01 \x01(\x0b\x32\x16.modstream.v1.TextSpan\x12\x0c\n\x04\x64rop\x18\x02 \x01(\x01\"D\n\nModelSpans\x12\x0e\n\x06output\x18\x01 \x01(\t\x12&\n\x05spans\x18\x02 \x03(\x0b\x32\x17.modstream.v1.ModelSpan\"\x95\x01\n\nTaskScores\x12\x42\n\rprobabilities\x18\x01 \x03(\x0b\x32+.modstream.v1.TaskScores.ProbabilitiesEntry\x12\r\n\x05label\x18\x02 \x01(\t\x1a\x34\n\x12ProbabilitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"U\n\x07Latency\x12\x10\n\x08rules_ms\x18\x01 \x01(\x01\x12\x10\n\x08queue_ms\x18\x02 \x01(\x01\x12\x14\n\x0cinference_ms\x18\x03 \x01(\x01\x12\x10\n\x08total_ms\x18\x04 \x01(\x01\"\xf5\x03\n\x14\x43heckMessageResponse\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x12\n\ndecided_by\x18\x03 \x01(\t\x12\x10\n\x08\x65scalate\x18\x04 \x01(\x08\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x01\x12\x0f\n\x07reasons\x18\x07 \x03(\t\x12(\n\trule_hits\x18\x08 \x03(\x0b\x32\x15.modstream.v1.RuleHit\x12>\n\x06scores\x18\t \x03(\x0b\x32..modstream.v1.CheckMessageResponse.ScoresEntry\x12\x12\n\nmodel_name\x18\n \x01(\t\x12\x15\n\rmodel_version\x18\x0b \x01(\t\x12&\n\x07latency\x18\x0c \x01(\x0b\x32\x15.modstream.v1.Latency\x12\x10\n\x08replayed\x18\r \x01(\x08\x12\x15\n\rsource_offset\x18\x0e \x01(\x03\x12-\n\x0bmodel_spans\x18\x0f \x01(\x0b\x32\x18.modstream.v1.ModelSpans\x1aG\n\x0bScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.modstream.v1.TaskScores:\x02\x38\x01\"L\n\x15\x43heckMessagesResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".modstream.v1.CheckMessageResponse2\xc4\x01\n\x11ModerationService\x12U\n\x0c\x43heckMessage\x12!.modstream.v1.CheckMessageRequest\x1a\".modstream.v1.CheckMessageResponse\x12X\n\rCheckMessages\x12\".modstream.v1.CheckMessagesRequest\x1a#.modstream.v1.CheckMessagesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bonline/api/moderation.proto\x12\x0cmodstream.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc4\x01\n\x13\x43heckMessageRequest\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x10\n\x08group_id\x18\x02 \x01(\t\x12\x11\n\tsender_id\x18\x03 \x01(\t\x12\x0c\n\x04text\x18\x04 \x01(\t\x12+\n\x07sent_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12)\n\x08metadata\x18\x06 \x01(\x0b\x32\x17.google.protobuf.Struct\x12\x0e\n\x06tenant\x18\x07 \x01(\t\"K\n\x14\x43heckMessagesRequest\x12\x33\n\x08messages\x18\x01 \x03(\x0b\x32!.modstream.v1.CheckMessageRequest\"u\n\x07RuleHit\x12\x0f\n\x07rule_id\x18\x01 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x02 \x01(\t\x12\x10\n\x08severity\x18\x03 \x01(\t\x12\x0e\n\x06\x61\x63tion\x18\x04 \x01(\t\x12%\n\x05spans\x18\x05 \x03(\x0b\x32\x16.modstream.v1.TextSpan\"&\n\x08TextSpan\x12\r\n\x05start\x18\x01 \x01(\r\x12\x0b\n\x03\x65nd\x18\x02 \x01(\r\"?\n\tModelSpan\x12$\n\x04span\x18\x01 \x01(\x0b\x32\x16.modstream.v1.TextSpan\x12\x0c\n\x04\x64rop\x18\x02 \x01(\x01\"D\n\nModelSpans\x12\x0e\n\x06output\x18\x01 \x01(\t\x12&\n\x05spans\x18\x02 \x03(\x0b\x32\x17.modstream.v1.ModelSpan\"\x95\x01\n\nTaskScores\x12\x42\n\rprobabilities\x18\x01 \x03(\x0b\x32+.modstream.v1.TaskScores.ProbabilitiesEntry\x12\r\n\x05label\x18\x02 \x01(\t\x1a\x34\n\x12ProbabilitiesEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"U\n\x07Latency\x12\x10\n\x08rules_ms\x18\x01 \x01(\x01\x12\x10\n\x08queue_ms\x18\x02 \x01(\x01\x12\x14\n\x0cinference_ms\x18\x03 \x01(\x01\x12\x10\n\x08total_ms\x18\x04 \x01(\x01\"\xf5\x03\n\x14\x43heckMessageResponse\x12\x12\n\nmessage_id\x18\x01 \x01(\t\x12\x10\n\x08\x64\x65\x63ision\x18\x02 \x01(\t\x12\x12\n\ndecided_by\x18\x03 \x01(\t\x12\x10\n\x08\x65scalate\x18\x04 \x01(\x08\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x10\n\x08priority\x18\x06 \x01(\x01\x12\x0f\n\x07reasons\x18\x07 \x03(\t\x12(\n\trule_hits\x18\x08 \x03(\x0b\x32\x15.modstream.v1.RuleHit\x12>\n\x06scores\x18\t \x03(\x0b\x32..modstream.v1.CheckMessageResponse.ScoresEntry\x12\x12\n\nmodel_name\x18\n \x01(\t\x12\x15\n\rmodel_version\x18\x0b \x01(\t\x12&\n\x07latency\x18\x0c \x01(\x0b\x32\x15.modstream.v1.Latency\x12\x10\n\x08replayed\x18\r \x01(\x08\x12\x15\n\rsource_offset\x18\x0e \x01(\x03\x12-\n\x0bmodel_spans\x18\x0f \x01(\x0b\x32\x18.modstream.v1.ModelSpans\x1aG\n\x0bScoresEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\'\n\x05value\x18\x02 \x01(\x0b\x32\x18.modstream.v1.TaskScores:\x02\x38\x01\"L\n\x15\x43heckMessagesResponse\x12\x33\n\x07results\x18\x01 \x03(\x0b\x32\".modstream.v1.CheckMessageResponse2\xc4\x01\n\x11ModerationService\x12U\n\x0c\x43heckMessage\x12!.modstream.v1.CheckMessageRequest\x1a\".modstream.v1.CheckMessageResponse\x12X\n\rCheckMessages\x12\".modstream.v1.CheckMessagesRequest\x1a#.modstream.v1.CheckMessagesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,29 +38,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._loaded_options = None
   _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._serialized_options = b'8\001'
   _globals['_CHECKMESSAGEREQUEST']._serialized_start=109
-  _globals['_CHECKMESSAGEREQUEST']._serialized_end=289
-  _globals['_CHECKMESSAGESREQUEST']._serialized_start=291
-  _globals['_CHECKMESSAGESREQUEST']._serialized_end=366
-  _globals['_RULEHIT']._serialized_start=368
-  _globals['_RULEHIT']._serialized_end=485
-  _globals['_TEXTSPAN']._serialized_start=487
-  _globals['_TEXTSPAN']._serialized_end=525
-  _globals['_MODELSPAN']._serialized_start=527
-  _globals['_MODELSPAN']._serialized_end=590
-  _globals['_MODELSPANS']._serialized_start=592
-  _globals['_MODELSPANS']._serialized_end=660
-  _globals['_TASKSCORES']._serialized_start=663
-  _globals['_TASKSCORES']._serialized_end=812
-  _globals['_TASKSCORES_PROBABILITIESENTRY']._serialized_start=760
-  _globals['_TASKSCORES_PROBABILITIESENTRY']._serialized_end=812
-  _globals['_LATENCY']._serialized_start=814
-  _globals['_LATENCY']._serialized_end=899
-  _globals['_CHECKMESSAGERESPONSE']._serialized_start=902
-  _globals['_CHECKMESSAGERESPONSE']._serialized_end=1403
-  _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._serialized_start=1332
-  _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._serialized_end=1403
-  _globals['_CHECKMESSAGESRESPONSE']._serialized_start=1405
-  _globals['_CHECKMESSAGESRESPONSE']._serialized_end=1481
-  _globals['_MODERATIONSERVICE']._serialized_start=1484
-  _globals['_MODERATIONSERVICE']._serialized_end=1680
+  _globals['_CHECKMESSAGEREQUEST']._serialized_end=305
+  _globals['_CHECKMESSAGESREQUEST']._serialized_start=307
+  _globals['_CHECKMESSAGESREQUEST']._serialized_end=382
+  _globals['_RULEHIT']._serialized_start=384
+  _globals['_RULEHIT']._serialized_end=501
+  _globals['_TEXTSPAN']._serialized_start=503
+  _globals['_TEXTSPAN']._serialized_end=541
+  _globals['_MODELSPAN']._serialized_start=543
+  _globals['_MODELSPAN']._serialized_end=606
+  _globals['_MODELSPANS']._serialized_start=608
+  _globals['_MODELSPANS']._serialized_end=676
+  _globals['_TASKSCORES']._serialized_start=679
+  _globals['_TASKSCORES']._serialized_end=828
+  _globals['_TASKSCORES_PROBABILITIESENTRY']._serialized_start=776
+  _globals['_TASKSCORES_PROBABILITIESENTRY']._serialized_end=828
+  _globals['_LATENCY']._serialized_start=830
+  _globals['_LATENCY']._serialized_end=915
+  _globals['_CHECKMESSAGERESPONSE']._serialized_start=918
+  _globals['_CHECKMESSAGERESPONSE']._serialized_end=1419
+  _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._serialized_start=1348
+  _globals['_CHECKMESSAGERESPONSE_SCORESENTRY']._serialized_end=1419
+  _globals['_CHECKMESSAGESRESPONSE']._serialized_start=1421
+  _globals['_CHECKMESSAGESRESPONSE']._serialized_end=1497
+  _globals['_MODERATIONSERVICE']._serialized_start=1500
+  _globals['_MODERATIONSERVICE']._serialized_end=1696
 # @@protoc_insertion_point(module_scope)

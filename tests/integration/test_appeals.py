@@ -305,6 +305,7 @@ async def test_an_appeal_on_the_topic_is_reversed_by_a_second_moderator(
     records = await _records(settings.kafka.decision_topic, settings.kafka.bootstrap_servers, 2)
     correction = orjson.loads(records[1].value)
     assert correction["decision_id"] == result["correction_id"]
+    assert orjson.loads(records[0].value)["tenant"] == correction["tenant"] == "default"
     assert correction["type"] == "appeal_outcome"
     assert correction["correction"] is True
     assert correction["action"] == "appeal_reversed"

@@ -128,7 +128,7 @@ async def test_the_statement_of_an_appeal_decided_long_ago_is_cleared() -> None:
             for offset, decided in ((1, OLD), (2, RECENT), (3, None)):
                 item = await conn.fetchval(
                     "SELECT id FROM modstream_open_appeal_item(now(), 'm', 'g', 's', 'x', NULL, "
-                    "0, 'block', '{}')"
+                    "0, 'block', '{}', 'default')"
                 )
                 await conn.execute(
                     "INSERT INTO appeals (appeal_key, channel, filed_by, appellant_id, "

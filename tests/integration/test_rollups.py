@@ -439,11 +439,18 @@ async def test_first_refresh_counts_rows_stored_before_the_migration(
         await apply_migrations(conn, [m for m in migrations if m.version < 70])
         rng = random.Random(5)
         now = datetime.now(UTC)
-        # Today's writer names every column of today's verdicts; the one added after 0070 that
-        # it inserts (0093's model_spans) is there only while the old rows are written.
-        await conn.execute("ALTER TABLE verdicts ADD COLUMN model_spans jsonb")
+        # Today's writer names every column of today's verdicts; the ones added after 0070 that
+        # it inserts (0093's model_spans, 0094's tenants) are there only while the old rows are
+        # written.
+        await conn.execute(
+            "ALTER TABLE verdicts ADD COLUMN model_spans jsonb, ADD COLUMN tenant text;"
+            "ALTER TABLE review_items ADD COLUMN tenant text"
+        )
         await _write(dsn, [_verdict("old", i, rng, when=now) for i in range(9)], "g")
-        await conn.execute("ALTER TABLE verdicts DROP COLUMN model_spans")
+        await conn.execute(
+            "ALTER TABLE verdicts DROP COLUMN model_spans, DROP COLUMN tenant;"
+            "ALTER TABLE review_items DROP COLUMN tenant"
+        )
         await apply_migrations(conn, migrations)
         assert await conn.fetchval("SELECT count(*) FROM rollup_verdicts_hourly") == 0
         assert await conn.fetchval("SELECT count(*) FROM verdicts WHERE rollup_xid IS NULL") == 9

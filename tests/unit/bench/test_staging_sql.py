@@ -12,7 +12,7 @@ def test_the_stage_has_a_type_for_every_verdict_column() -> None:
     """Every column verdict_row fills has a staging type, in the codec's order."""
     sql = staging_table_sql("stage", VERDICT_COLUMNS, VERDICT_STAGE_TYPES)
     assert sql.startswith("CREATE TEMP TABLE IF NOT EXISTS stage (source_topic text, ")
-    assert sql.endswith("inference_ms real, model_spans text) ON COMMIT DELETE ROWS")
+    assert sql.endswith("model_spans text, tenant text) ON COMMIT DELETE ROWS")
     assert sql.count(",") == len(VERDICT_COLUMNS) - 1
 
 

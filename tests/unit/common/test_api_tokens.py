@@ -26,6 +26,7 @@ def _row(token: str, role: str = "platform") -> dict[str, Any]:
         "name": "chat-server",
         "role": role,
         "categories": None,
+        "tenants": None,
         "token_sha256": digest(token),
     }
 

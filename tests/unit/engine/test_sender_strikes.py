@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from engine.sender_strikes import StrikeCache, with_strikes
+from engine.sender_strikes import StrikeCache, split_strike_key, strike_key, with_strikes
 from pipelines.messages import ChatMessage
 from pipelines.rules import RuleEngine, default_ruleset
 
@@ -97,3 +97,27 @@ def test_with_strikes_raises_the_sent_value_to_a_stored_total() -> None:
     assert with_strikes(clean, 0) is clean
     sent = _message("u", {"sender_strikes": 4})
     assert with_strikes(sent, 3) is sent
+
+
+def test_a_senders_strikes_are_keyed_within_its_tenant() -> None:
+    """The default tenant's sender keys by its id (as before tenants); another tenant's by
+    tenant and id, so the same sender id in two tenants is two senders."""
+    sent = datetime(2026, 1, 1, tzinfo=UTC)
+    plain = ChatMessage("m1", "g1", "u-1", "hi", sent)
+    arcade = ChatMessage("m2", "g1", "u-1", "hi", sent, tenant="arcade")
+    assert strike_key(plain) == "u-1"
+    assert strike_key(arcade) != strike_key(plain)
+    assert split_strike_key(strike_key(arcade)) == ("arcade", "u-1")
+    assert split_strike_key(strike_key(plain)) == ("default", "u-1")
+
+
+async def test_strikes_of_one_tenant_do_not_reach_the_same_sender_id_in_another() -> None:
+    """A cache fed per strike key enriches only the tenant whose sender has the strikes."""
+    sent = datetime(2026, 1, 1, tzinfo=UTC)
+    arcade = ChatMessage("m1", "g1", "u-1", "hi", sent, tenant="arcade")
+    market = ChatMessage("m2", "g1", "u-1", "hi", sent, tenant="market")
+    source = FakeSource({strike_key(arcade): 3})
+    cache = StrikeCache(source)
+    await cache.prefetch([strike_key(arcade), strike_key(market)])
+    assert cache.enrich(arcade).metadata["sender_strikes"] == 3
+    assert "sender_strikes" not in cache.enrich(market).metadata

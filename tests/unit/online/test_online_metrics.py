@@ -93,6 +93,7 @@ class _Platform:
             "name": "chat-server",
             "role": "platform",
             "categories": None,
+            "tenants": None,
             "token_sha256": digest(TOKEN),
         }
 

@@ -107,3 +107,15 @@ def test_a_timestamp_beyond_datetime_is_a_bad_timestamp() -> None:
     with pytest.raises(InvalidMessage) as caught:
         message_from_request(request, max_bytes=1_000_000)
     assert caught.value.code == "bad_timestamp"
+
+
+def test_a_tenant_arrives_in_the_message_and_an_empty_one_is_the_default() -> None:
+    """``tenant`` is the stream's field: validated by the decoder (``bad_tenant``), empty means
+    the default tenant."""
+    assert message_from_request(_request(tenant="arcade"), max_bytes=10_000).tenant == "arcade"
+    assert message_from_request(_request(), max_bytes=10_000).tenant == "default"
+    assert "tenant" not in request_fields(_request())
+    with pytest.raises(InvalidMessage) as refused:
+        message_from_request(_request(tenant="Not A Tenant"), max_bytes=10_000)
+    assert refused.value.code == "bad_tenant"
+    assert "Not A Tenant" not in refused.value.detail

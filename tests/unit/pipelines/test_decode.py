@@ -361,3 +361,18 @@ def test_bad_tenant_is_refused_without_echoing_it(tenant: object, code: DecodeEr
         _decode(_record(tenant=tenant))
     assert info.value.code is code
     assert SECRET not in info.value.reason
+    assert info.value.tenant is None
+
+
+def test_a_refused_record_names_its_tenant_when_it_is_known() -> None:
+    """Another field refused: the error carries the record's valid tenant (absent: the default)
+    for the dead letter; no object at all, no tenant."""
+    with pytest.raises(DecodeError) as named:
+        _decode(_record(tenant="arcade", text=" "))
+    assert named.value.tenant == "arcade"
+    with pytest.raises(DecodeError) as unnamed:
+        _decode(_record(text=" "))
+    assert unnamed.value.tenant == DEFAULT_TENANT
+    with pytest.raises(DecodeError) as not_json:
+        decode_message(b"{not json", max_bytes=1000)
+    assert not_json.value.tenant is None

@@ -70,6 +70,7 @@ def test_record_fields() -> None:
     record = verdict_record(_verdict(), created_at=CREATED)
     assert record == {
         "schema_version": SCHEMA_VERSION,
+        "tenant": "default",
         "message_id": "m-1",
         "group_id": "g-1",
         "sender_id": "u-1",
@@ -357,3 +358,19 @@ def test_model_spans_are_stored_published_and_read_back_as_offsets() -> None:
     del row["model_spans"]  # read by a query from before the column
     assert verdict_from_row(row).model_spans is None
     assert record_from_row(row)["model_spans"] is None
+
+
+def test_a_tenant_is_stored_published_and_read_back() -> None:
+    """A verdict's tenant is a column of its row, a field of its record (the stream's and the
+    relay's alike) and comes back from the row; a row from before tenants is the default's."""
+    verdict = replace(_stored_verdict(True), tenant="arcade")
+    row = dict(zip(VERDICT_COLUMNS, verdict_row(verdict), strict=True))
+    assert row["tenant"] == "arcade"
+    updated = datetime(2026, 12, 2, 12, 7, tzinfo=UTC)
+    read = _as_read(verdict, updated)
+    assert verdict_record(verdict, created_at=updated)["tenant"] == "arcade"
+    assert record_from_row(read)["tenant"] == "arcade"
+    assert verdict_from_row(read) == verdict
+    old = {k: v for k, v in read.items() if k != "tenant"}
+    assert verdict_from_row(old).tenant == "default"
+    assert record_from_row(old)["tenant"] == "default"

@@ -32,3 +32,20 @@ def test_every_action_has_a_strike_weight() -> None:
     assert STRIKE_WEIGHTS[Action.APPROVE] == 0
     assert STRIKE_WEIGHTS[Action.ESCALATE_TO_ADMIN] == 0
     assert STRIKE_WEIGHTS[Action.BAN] > STRIKE_WEIGHTS[Action.MUTE] > STRIKE_WEIGHTS[Action.WARN]
+
+
+def test_unbound_admins_see_every_tenant_moderators_and_platforms_the_default() -> None:
+    """A user's tenants as the SQL parameter: bound users their tenants, an unbound admin every
+    tenant (None), an unbound moderator or platform token the default tenant only."""
+    admin = User(id=1, name="a", role=Role.ADMIN)
+    moderator = User(id=2, name="m", role=Role.MODERATOR)
+    platform = User(id=3, name="p", role=Role.PLATFORM)
+    bound = User(id=4, name="b", role=Role.ADMIN, tenants=("arcade",))
+    assert admin.tenant_list is None
+    assert moderator.tenant_list == ["default"]
+    assert platform.tenant_list == ["default"]
+    assert bound.tenant_list == ["arcade"]
+    assert admin.sees_tenant("market")
+    assert not moderator.sees_tenant("market")
+    assert moderator.sees_tenant("default")
+    assert not bound.sees_tenant("default")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,6 +20,7 @@ from engine.rule_stage import RuleStage
 from pipelines.messages import SourcePosition
 from pipelines.policy import PolicyThresholds
 from pipelines.rules import RuleEngine, default_ruleset
+from pipelines.rules.layers import load_rule_stack
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import VerdictRowKey
 from worker.rescan import Rescanner
@@ -111,9 +113,13 @@ class FakeStrikes:
 
     def __init__(self) -> None:
         self.asked: list[tuple[str, datetime]] = []
+        self.tenants: list[str] = []
 
-    async def strikes_at(self, moments: Sequence[tuple[str, datetime]]) -> list[int]:
+    async def strikes_at(
+        self, moments: Sequence[tuple[str, datetime]], tenants: Sequence[str] | None = None
+    ) -> list[int]:
         self.asked.extend(moments)
+        self.tenants.extend(tenants or ())
         return [3 if sender == "s-early" and at >= SENT_AT else 0 for sender, at in moments]
 
 
@@ -236,6 +242,72 @@ async def test_strikes_are_read_as_they_stood_when_each_message_was_sent() -> No
     ]
     escalated = {d.verdict.message_id for d in store.decided if d.verdict.result.escalate}
     assert escalated == {"m-3"}
+    assert strikes.tenants == ["default"] * 4  # each message's own tenant
+
+
+_MARKET_LAYER = """extends = "default"
+
+[[rules]]
+id = "market.spam.any_link"
+category = "spam"
+severity = "high"
+action = "block"
+kind = "regex"
+patterns = ['''\\bhttps?://[a-z0-9.-]+\\.[a-z]{2,}''']
+
+[[examples]]
+id = "market.spam.any_link"
+examples = ["deals at https://gold.example.com today"]
+near_misses = ["the deal is on the website, ask in chat"]
+"""
+
+
+async def test_a_message_is_decided_again_under_its_own_tenants_rules(tmp_path: Path) -> None:
+    """The same text read back for two tenants: the one whose stack blocks links is blocked by
+    its rule, the default tenant's is not; each verdict keeps its tenant."""
+    layer = tmp_path / "market.toml"
+    layer.write_text(_MARKET_LAYER, encoding="utf-8")
+    metrics = Metrics(CollectorRegistry())
+    rules = RuleStage(RuleEngine(default_ruleset()), metrics)
+    rules.install_tenant("market", RuleEngine(load_rule_stack(layer).ruleset))
+    text = "gold at https://gold.example.com"
+    records = []
+    for offset, tenant in enumerate((None, "market")):
+        document: dict[str, Any] = {
+            "message_id": f"m-{offset}",
+            "group_id": "g",
+            "sender_id": "s",
+            "text": text,
+            "sent_at": (SENT_AT + timedelta(seconds=offset)).isoformat(),
+        }
+        if tenant is not None:
+            document["tenant"] = tenant
+        records.append(HistoryRecord(0, offset, orjson.dumps(document)))
+    store = FakeStore(held=set())
+    strikes = FakeStrikes()
+    rescanner = Rescanner(
+        history=FakeHistory(records),
+        store=store,
+        inference=FakeInference(),
+        rules=rules,
+        strikes=strikes,
+        policy=PolicyStage(PolicyThresholds()),
+        publisher=FakePublisher(),
+        outbox=FakeMarker(),
+        verdict_topic="moderation.verdicts",
+        throttle=TokenBucket(1e6),
+        batch_items=10,
+        max_message_bytes=65536,
+        metrics=metrics,
+    )
+    await rescanner.run(_plan(apply=True))
+    verdicts = {d.verdict.message_id: d.verdict for d in store.decided}
+    assert verdicts["m-1"].tenant == "market"
+    assert verdicts["m-1"].result.decision.value == "block"
+    assert "market.spam.any_link" in {h.rule_id for h in verdicts["m-1"].rule_hits}
+    assert verdicts["m-0"].tenant == "default"
+    assert "market.spam.any_link" not in {h.rule_id for h in verdicts["m-0"].rule_hits}
+    assert strikes.tenants == ["default", "market"]
 
 
 async def test_each_message_is_decided_again_with_its_tenants_thresholds() -> None:
