@@ -10,9 +10,7 @@ after a moderator decided it (the decision stood), also from the rescan's model 
 moderators made before it decided anything (``--model moderation:2``).
 
 ``--tenant T`` reads only the decisions on tenant ``T``'s verdicts: the one filter below,
-:data:`TENANT_FILTER`, on the verdicts' ``tenant`` column. A database whose verdicts do not
-carry that column (before the tenants migration) refuses a tenant's calibration with
-:class:`TenantColumnMissing` rather than calibrating on every tenant's decisions.
+:data:`TENANT_FILTER`, on the verdicts' ``tenant`` column.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from engine.stores.database import STORE_DRIVER_ERRORS, Database, StoreError, store_failure
+from engine.stores.database import STORE_DRIVER_ERRORS, Database, store_failure
 from pipelines.scores import ModelScores
 from pipelines.verdict_codec import scores_from_json
 
@@ -28,7 +26,6 @@ __all__ = [
     "TENANT_FILTER",
     "ModeratorDecision",
     "ModeratorDecisionStore",
-    "TenantColumnMissing",
 ]
 
 _SELECT_DECISIONS = """
@@ -51,25 +48,10 @@ WHERE r.status = 'resolved' AND r.resolution IS NOT NULL AND r.category IS NOT N
                         IS NOT DISTINCT FROM (m.model_name, m.model_version))
 """
 
-# -- the tenant filter (modstream policy calibrate --tenant) --------------------------------
-# The verdicts' tenant column, ``analytics_verdicts.tenant``, comes with the tenants migration;
-# this fragment and the check below are the only places calibration names it.
 TENANT_FILTER = """
   AND v.tenant = $5
 """
 """Appended to the decisions' query for one tenant's calibration (``$5``: the tenant id)."""
-_TENANT_COLUMN = """
-SELECT EXISTS (
-    SELECT 1 FROM pg_attribute
-    WHERE attrelid = to_regclass('analytics_verdicts') AND attname = 'tenant'
-      AND attnum > 0 AND NOT attisdropped
-)
-"""
-# -------------------------------------------------------------------------------------------
-
-
-class TenantColumnMissing(StoreError):
-    """A tenant's calibration asked of a database whose verdicts carry no tenant yet."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,18 +79,11 @@ class ModeratorDecisionStore:
         tenant: str | None = None,
     ) -> list[ModeratorDecision]:
         """Decisions resolved in ``[since, until)`` on verdicts scored by the model (any
-        version when ``model_version`` is ``None``), only ``tenant``'s when one is given
-        (:class:`TenantColumnMissing` when the verdicts carry no tenant)."""
+        version when ``model_version`` is ``None``), only ``tenant``'s when one is given."""
         pool = self._database.pool()
         try:
             if tenant is None:
                 rows = await pool.fetch(_SELECT_DECISIONS, since, until, model_name, model_version)
-            elif not await pool.fetchval(_TENANT_COLUMN):
-                raise TenantColumnMissing(
-                    "the verdicts carry no tenant column (analytics_verdicts.tenant) in this "
-                    "database: a per-tenant calibration needs the tenants migration applied; "
-                    "nothing was read"
-                )
             else:
                 rows = await pool.fetch(
                     _SELECT_DECISIONS + TENANT_FILTER,

@@ -1,17 +1,13 @@
 """Strictness per tenant against the real Kafka, PostgreSQL and Triton: two tenants whose policy
 files name different levels get different verdicts for the same text from one worker; a reload of
 one tenant's file changes its next verdicts and leaves the other's alone; a bad file is refused
-for its tenant only. And a per-tenant calibration on a database whose verdicts carry no tenant
-is refused by ``modstream policy calibrate`` with nothing written, and on verdicts that carry a
-tenant it reads that tenant's decisions alone."""
+for its tenant only. And a per-tenant calibration reads that tenant's decisions alone."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -172,48 +168,10 @@ async def test_two_tenants_get_their_own_verdicts_and_reload_alone(
         await asyncio.wait_for(task, timeout=60)
 
 
-def test_a_tenants_calibration_needs_verdicts_that_carry_the_tenant(
-    database: str, tmp_path: Path
-) -> None:
-    """On today's schema (no ``tenant`` on the verdicts) ``calibrate --tenant`` exits 2 with a
-    clear error and writes nothing; without ``--tenant`` the same database calibrates (every
-    category refused for want of decisions: exit 1)."""
-    env = {k: v for k, v in os.environ.items() if k != "MODSTREAM_POLICY_FILE__PATH"}
-    env |= {
-        "MODSTREAM_POSTGRES__DSN": database,
-        "MODSTREAM_POLICY_FILE__TENANTS_DIR": str(tmp_path),
-    }
-    command = [sys.executable, "-m", "modstream.cli", "policy", "calibrate", "--resamples", "10"]
-    refused = subprocess.run(
-        [*command, "--tenant", "acme"], env=env, capture_output=True, text=True, check=False
-    )
-    assert refused.returncode == 2, refused.stderr
-    assert "no tenant column" in refused.stderr
-    assert list(tmp_path.iterdir()) == []
-    whole = subprocess.run(
-        [*command, "--out", str(tmp_path / "all.toml")],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert whole.returncode == 1, whole.stderr
-
-
-_SCRATCH_VIEW = """
-CREATE SCHEMA scratch_tenants;
-CREATE VIEW scratch_tenants.analytics_verdicts AS
-SELECT v.*, CASE WHEN v.group_id = 'g-acme' THEN 'acme' ELSE 'other' END AS tenant
-FROM public.analytics_verdicts v;
-"""
-"""Stands for the verdicts' tenant column the tenants migration adds: a view of the same name,
-found first on the connection's search_path, with the tenant read off the group."""
-
-
 async def _seed_decision(
     conn: asyncpg.Connection,  # type: ignore[type-arg]
     offset: int,
-    group: str,
+    tenant: str,
     hate: float,
     *,
     harmful: bool,
@@ -227,23 +185,24 @@ async def _seed_decision(
     await conn.execute(
         "INSERT INTO verdicts (source_topic, source_partition, source_offset, sent_at, "
         "message_id, group_id, sender_id, text_sha256, decision, decided_by, escalated, "
-        "category, scores, model_name, model_version) VALUES ('cal.chat', 0, $1, $2, $3, $4, "
-        "'u', repeat('a', 64), 'flag', 'model', true, 'hate', $5::jsonb, 'moderation', '2')",
+        "category, scores, model_name, model_version, tenant) VALUES ('cal.chat', 0, $1, $2, "
+        "$3, 'g', 'u', repeat('a', 64), 'flag', 'model', true, 'hate', $5::jsonb, 'moderation', "
+        "'2', $4)",
         offset,
         sent,
         f"cal-{offset}",
-        group,
+        tenant,
         orjson.dumps(scores).decode(),
     )
     await conn.execute(
         "INSERT INTO review_items (source_topic, source_partition, source_offset, sent_at, "
         "message_id, group_id, sender_id, message_text, category, auto_decision, status, "
-        "resolution, resolved_by, resolved_at) VALUES ('cal.chat', 0, $1, $2, $3, $4, 'u', "
-        "'text', 'hate', 'flag', 'resolved', $5, 'mod-1', $6)",
+        "resolution, resolved_by, resolved_at, tenant) VALUES ('cal.chat', 0, $1, $2, $3, 'g', "
+        "'u', 'text', 'hate', 'flag', 'resolved', $5, 'mod-1', $6, $4)",
         offset,
         sent,
         f"cal-{offset}",
-        group,
+        tenant,
         "ban" if harmful else "approve",
         sent + timedelta(hours=1),
     )
@@ -252,25 +211,23 @@ async def _seed_decision(
 async def test_a_tenants_calibration_reads_that_tenants_decisions_alone(
     stack_settings: WorkerSettings, tmp_path: Path
 ) -> None:
-    """Against verdicts that carry a tenant (a scratch view standing for the column), the
-    filter keeps ``acme``'s decisions only: hate 0.00-0.99, harmful from 0.70, propose 0.67.
-    The other tenant's decisions, all harmful, pull the whole install's proposal lower."""
+    """The tenant filter keeps ``acme``'s decisions only: hate 0.00-0.99, harmful from 0.70,
+    propose 0.67. The other tenant's decisions, all harmful, pull the whole install's proposal
+    lower."""
     async with temporary_database(stack_settings, prefix="mstest_strict") as scoped:
         dsn = scoped.postgres.dsn.get_secret_value()
         conn = await asyncpg.connect(dsn)
         try:
             offset = 0
             for i in range(100):
-                await _seed_decision(conn, offset, "g-acme", i / 100, harmful=i >= 70)
-                await _seed_decision(conn, offset + 1, "g-other", i / 100, harmful=True)
+                await _seed_decision(conn, offset, "acme", i / 100, harmful=i >= 70)
+                await _seed_decision(conn, offset + 1, "other", i / 100, harmful=True)
                 offset += 2
-            await conn.execute(_SCRATCH_VIEW)
         finally:
             await conn.close()
-        on_path = f"{dsn}?search_path=scratch_tenants,public"
         settings = scoped.model_copy(
             update={
-                "postgres": scoped.postgres.model_copy(update={"dsn": SecretStr(on_path)}),
+                "postgres": scoped.postgres.model_copy(update={"dsn": SecretStr(dsn)}),
                 "policy_file": scoped.policy_file.model_copy(update={"tenants_dir": tmp_path}),
             }
         )

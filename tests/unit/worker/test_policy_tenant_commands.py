@@ -16,7 +16,6 @@ from engine.stores import moderator_decisions
 from engine.stores.moderator_decisions import (
     TENANT_FILTER,
     ModeratorDecisionStore,
-    TenantColumnMissing,
 )
 from modstream.cli import main
 from pipelines.policy import PolicyThresholds
@@ -77,14 +76,8 @@ def test_check_refuses_with_the_reason_and_exit_2(
 
 
 class _Pool:
-    def __init__(self, has_column: bool) -> None:
-        self.has_column = has_column
+    def __init__(self) -> None:
         self.fetches: list[tuple[str, tuple[Any, ...]]] = []
-
-    async def fetchval(self, query: str, *args: Any) -> bool:
-        assert "analytics_verdicts" in query
-        assert "'tenant'" in query
-        return self.has_column
 
     async def fetch(self, query: str, *args: Any) -> list[dict[str, Any]]:
         self.fetches.append((query, args))
@@ -102,7 +95,7 @@ class _Database:
 async def test_a_tenants_decisions_go_through_the_one_filter() -> None:
     """With a tenant the query is the shared one plus ``TENANT_FILTER`` and the tenant is $5;
     without one the query is unchanged."""
-    pool = _Pool(has_column=True)
+    pool = _Pool()
     store = ModeratorDecisionStore(_Database(pool))  # type: ignore[arg-type]
     await store.decisions(_NOW, _NOW, "moderation", None, tenant="acme")
     await store.decisions(_NOW, _NOW, "moderation", None)
@@ -111,15 +104,6 @@ async def test_a_tenants_decisions_go_through_the_one_filter() -> None:
     assert tenant_args == (*args, "acme")
     assert "$5" in TENANT_FILTER
     assert "$5" not in query
-
-
-async def test_without_the_tenant_column_a_tenants_calibration_is_refused() -> None:
-    """Nothing is read when the verdicts carry no tenant: never every tenant's decisions."""
-    pool = _Pool(has_column=False)
-    store = ModeratorDecisionStore(_Database(pool))  # type: ignore[arg-type]
-    with pytest.raises(TenantColumnMissing, match="tenants migration"):
-        await store.decisions(_NOW, _NOW, "moderation", None, tenant="acme")
-    assert pool.fetches == []
 
 
 # -- calibrate --tenant ----------------------------------------------------------------------
@@ -280,27 +264,6 @@ def test_the_command_refuses_a_tenant_it_cannot_calibrate(
     assert main(["policy", "calibrate", *argv]) == 2
     assert problem in capsys.readouterr().err
     assert asked == []
-    assert list(tmp_path.iterdir()) == []
-
-
-def test_a_database_without_the_tenant_column_exits_2(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The store's refusal reaches the terminal as a clear error; nothing is written."""
-
-    class _Store:
-        def __init__(self, _database: object) -> None:
-            pass
-
-        async def decisions(self, *_args: object, tenant: str | None = None) -> list[object]:
-            raise TenantColumnMissing("the verdicts carry no tenant column")
-
-    monkeypatch.setattr(policy_command, "Database", _FakeDatabase)
-    monkeypatch.setattr(policy_command, "ModeratorDecisionStore", _Store)
-    _keep_logging(monkeypatch)
-    monkeypatch.setenv("MODSTREAM_POLICY_FILE__TENANTS_DIR", str(tmp_path))
-    assert main(["policy", "calibrate", "--tenant", "acme"]) == 2
-    assert "no tenant column" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
