@@ -158,7 +158,10 @@ class PerspectiveServer:
         """Listen and serve until :meth:`stop`."""
         if self._task is not None:
             return
-        sock = socket.socket(socket.AF_INET6 if ":" in self._host else socket.AF_INET)
+        family = socket.AF_INET6 if ":" in self._host else socket.AF_INET
+        # IPPROTO_TCP named, so asyncio's transports set TCP_NODELAY on the accepted sockets
+        # (with proto 0 they do not, and an answer's two writes wait on a delayed ACK: 40 ms).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self._host, self._port))
         self._socket = sock
