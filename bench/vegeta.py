@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import itertools
 import resource
 import shutil
 import tempfile
@@ -125,7 +126,7 @@ def _seconds(timestamp: str) -> float:
     head, _, rest = timestamp.partition(".")
     if not rest:
         return datetime.fromisoformat(timestamp).timestamp()
-    digits = "".join(c for c in rest if c.isdigit())
+    digits = "".join(itertools.takewhile(str.isdigit, rest))
     zone = rest[len(digits) :]
     base = datetime.fromisoformat(head + (zone if zone != "Z" else "+00:00")).timestamp()
     return base + float(f"0.{digits or 0}")
