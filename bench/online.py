@@ -289,6 +289,7 @@ async def measure(
             "MODSTREAM_POSTGRES__DSN": dsn,
             "MODSTREAM_KAFKA__VERDICT_TOPIC": topic,
             "MODSTREAM_ONLINE__PORT": str(port),
+            "MODSTREAM_PERSPECTIVE__PORT": "0",
             "MODSTREAM_ONLINE__HEALTH_INTERVAL_S": "0.5",
             "MODSTREAM_TRITON__GRPC_URL": triton_url,
             "MODSTREAM_LOG_LEVEL": "warning",
