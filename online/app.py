@@ -44,6 +44,8 @@ from online.settings import OnlineSettings
 __all__ = ["OnlineFailed", "OnlineService", "freeze_startup_objects", "serve_until_signalled"]
 
 _log = get_logger(__name__)
+ANALYZE_METHOD = "AnalyzeComment"
+"""``comments:analyze`` calls in ``modstream_online_calls_total`` and ``_call_seconds``."""
 
 
 class OnlineFailed(OnlineError):
@@ -154,7 +156,14 @@ class OnlineService:
             mapping=load_mapping(),
             model_timeout_s=s.online.model_budget_ms / 1000.0,
         )
-        app = AnalyzeApp(analyzer.analyze, max_body_bytes=p.max_body_bytes)
+        metrics = parts.metrics
+        seconds = metrics.call_seconds.labels(ANALYZE_METHOD)
+
+        def record(code: str, elapsed_s: float) -> None:
+            seconds.observe(elapsed_s)
+            metrics.calls_total.labels(ANALYZE_METHOD, code).inc()
+
+        app = AnalyzeApp(analyzer.analyze, max_body_bytes=p.max_body_bytes, record=record)
         return PerspectiveServer(app, p.host, p.port)
 
     def readiness(self) -> tuple[bool, str]:

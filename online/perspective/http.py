@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,6 +34,9 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Analyze = Callable[[str | None, bytes], Awaitable[dict[str, object]]]
+Record = Callable[[str, float], None]
+"""Hears of each finished call: its status (``OK`` or the error's, as gRPC names them) and its
+seconds."""
 
 
 def _key(scope: Scope) -> str | None:
@@ -59,14 +63,20 @@ def _content_length(scope: Scope) -> int | None:
 class AnalyzeApp:
     """The ASGI application: one route, JSON in and out."""
 
-    def __init__(self, analyze: Analyze, *, max_body_bytes: int) -> None:
+    def __init__(
+        self, analyze: Analyze, *, max_body_bytes: int, record: Record | None = None
+    ) -> None:
         self._analyze = analyze
         self._max_body_bytes = max_body_bytes
+        self._record = record
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
-        status, body = await self._answer(scope, receive)
+        started = time.perf_counter()
+        status, body, code = await self._answer(scope, receive)
+        if self._record is not None:
+            self._record(code, time.perf_counter() - started)
         await send(
             {
                 "type": "http.response.start",
@@ -79,20 +89,20 @@ class AnalyzeApp:
         )
         await send({"type": "http.response.body", "body": body})
 
-    async def _answer(self, scope: Scope, receive: Receive) -> tuple[int, bytes]:
+    async def _answer(self, scope: Scope, receive: Receive) -> tuple[int, bytes, str]:
         try:
             if scope.get("path") != ANALYZE_PATH:
                 raise PerspectiveError(404, "NOT_FOUND", f"No such method; POST {ANALYZE_PATH}.")
             if scope.get("method") != "POST":
                 raise PerspectiveError(405, "INVALID_ARGUMENT", f"POST {ANALYZE_PATH} only.")
             body = await self._body(scope, receive)
-            return 200, orjson.dumps(await self._analyze(_key(scope), body))
+            return 200, orjson.dumps(await self._analyze(_key(scope), body)), "OK"
         except PerspectiveError as exc:
-            return exc.http_status, orjson.dumps(exc.body())
+            return exc.http_status, orjson.dumps(exc.body()), exc.status
         except Exception as exc:
             _log.error("perspective_failed", error_type=type(exc).__name__)
             error = PerspectiveError(500, "INTERNAL", "Internal error.")
-            return 500, orjson.dumps(error.body())
+            return 500, orjson.dumps(error.body()), error.status
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self._max_body_bytes

@@ -148,6 +148,7 @@ async def test_refusals_have_perspectives_error_shape(
                 await http.post(PATH, params={"key": token}, json=_body(CALM, "TOXICITY"))
                 for _ in range(8)
             ]
+            metrics = (await http.get(f"http://127.0.0.1:{service.http_port}/metrics")).text
     expected = [
         (missing, 403, "PERMISSION_DENIED"),
         (bad, 401, "UNAUTHENTICATED"),
@@ -172,3 +173,5 @@ async def test_refusals_have_perspectives_error_shape(
     assert 429 in codes
     refused = next(r for r in quota if r.status_code == 429).json()["error"]
     assert refused["status"] == "RESOURCE_EXHAUSTED"
+    counted = 'modstream_online_calls_total{code="RESOURCE_EXHAUSTED",method="AnalyzeComment"}'
+    assert f"{counted} {float(codes.count(429))}" in metrics

@@ -297,7 +297,8 @@ async def test_the_app_answers_errors_in_googles_shape() -> None:
             raise RuntimeError(SECRET)
         raise PerspectiveError.invalid("nope", "COMMENT_EMPTY")
 
-    app = AnalyzeApp(analyze, max_body_bytes=1024)
+    recorded: list[str] = []
+    app = AnalyzeApp(analyze, max_body_bytes=1024, record=lambda code, _: recorded.append(code))
     status, body = await _call(app, "POST", ANALYZE_PATH, b"{}")
     assert (status, body["error"]["status"]) == (400, "INVALID_ARGUMENT")
     assert body["error"]["details"][0]["errorType"] == "COMMENT_EMPTY"
@@ -312,3 +313,11 @@ async def test_the_app_answers_errors_in_googles_shape() -> None:
         app, "POST", ANALYZE_PATH, b"{}", headers=[(b"content-length", b"999999")]
     )
     assert declared[0] == 413
+    assert recorded == [
+        "INVALID_ARGUMENT",
+        "INTERNAL",
+        "INVALID_ARGUMENT",
+        "NOT_FOUND",
+        "INVALID_ARGUMENT",
+        "INVALID_ARGUMENT",
+    ]
