@@ -164,7 +164,7 @@ class OnlineService:
             metrics.calls_total.labels(ANALYZE_METHOD, code).inc()
 
         app = AnalyzeApp(analyzer.analyze, max_body_bytes=p.max_body_bytes, record=record)
-        return PerspectiveServer(app, p.host, p.port)
+        return PerspectiveServer(app, p.host, p.port, grace_s=self._grace_s)
 
     def readiness(self) -> tuple[bool, str]:
         """``/readyz``: ready while PostgreSQL answers (a verdict can be made durable; with the

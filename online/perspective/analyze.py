@@ -228,11 +228,16 @@ class Analyzer:
         return _Scored(verdict.rule_hits, scores, tuple(_attribution(answer)))
 
     async def _score_unstored(self, message: ChatMessage, request: AnalyzeRequest) -> _Scored:
-        """Rules and model, nothing stored, published or logged about the comment."""
-        outcome, model_text = self._rules.evaluate(
-            message, tenant_for_community(request.community_id)
-        )
-        return _Scored(outcome.hits, await self._infer(model_text), ())
+        """Rules and model, nothing stored, published or logged about the comment; it holds a
+        place in the service's bounded queue like any check (full: 429)."""
+        try:
+            with self._moderator.admit():
+                outcome, model_text = self._rules.evaluate(
+                    message, tenant_for_community(request.community_id)
+                )
+                return _Scored(outcome.hits, await self._infer(model_text), ())
+        except OnlineError as exc:
+            raise _from_online(exc) from exc
 
     async def _infer(self, model_text: str) -> ModelScores | None:
         """The model's scores of one canonical text, or ``None`` when it cannot answer in time."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
@@ -141,7 +142,7 @@ class _Server(uvicorn.Server):
 class PerspectiveServer:
     """uvicorn serving an :class:`AnalyzeApp` on ``host:port`` (0: a free port) in this loop."""
 
-    def __init__(self, app: AnalyzeApp, host: str, port: int) -> None:
+    def __init__(self, app: AnalyzeApp, host: str, port: int, *, grace_s: float = 5.0) -> None:
         config = uvicorn.Config(
             app,
             lifespan="off",
@@ -151,6 +152,7 @@ class PerspectiveServer:
             ws="none",
             server_header=False,
             date_header=False,
+            timeout_graceful_shutdown=max(1, math.ceil(grace_s)),
         )
         self._server = _Server(config)
         self._host = host
@@ -183,7 +185,8 @@ class PerspectiveServer:
             await asyncio.sleep(0.01)
 
     async def stop(self) -> None:
-        """Stop taking connections; running requests finish (uvicorn's graceful shutdown)."""
+        """Stop taking connections; running requests get ``grace_s`` to finish (rounded up to
+        whole seconds, at least 1)."""
         task, self._task = self._task, None
         if task is None:
             return

@@ -232,9 +232,10 @@ async def test_keys_that_cannot_be_checked_are_503_and_a_full_queue_429() -> Non
     assert down.value.http_status == 503
     keys.down = False
     moderator.full = True
-    with pytest.raises(PerspectiveError) as full:
-        await analyzer.analyze(TOKEN, _body())
-    assert (full.value.http_status, full.value.status) == (429, "RESOURCE_EXHAUSTED")
+    for unstored in (False, True):
+        with pytest.raises(PerspectiveError) as full:
+            await analyzer.analyze(TOKEN, _body(doNotStore=unstored))
+        assert (full.value.http_status, full.value.status) == (429, "RESOURCE_EXHAUSTED")
 
 
 async def test_the_quota_is_per_key_and_answers_429() -> None:
