@@ -91,6 +91,8 @@ _KEYS_DOWN = PerspectiveError(503, "UNAVAILABLE", "The API key cannot be checked
 
 def _from_online(error: OnlineError) -> PerspectiveError:
     """The Perspective error for an online service error (its detail names codes, not text)."""
+    if isinstance(error, PerspectiveError):
+        return error
     if isinstance(error, InvalidMessage):
         if error.code == DecodeErrorCode.TEXT_TOO_LONG.value:
             return PerspectiveError.invalid(error.detail, "COMMENT_TOO_LONG")

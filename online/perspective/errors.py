@@ -7,22 +7,25 @@ message names fields, attributes, languages and limits, never the comment text o
 
 from __future__ import annotations
 
+from online.errors import OnlineError
+
 __all__ = ["ERROR_TYPE_URL", "PerspectiveError"]
 
 ERROR_TYPE_URL = "type.googleapis.com/google.commentanalyzer.v1alpha1.Error"
 """The ``@type`` of Perspective's error detail."""
 
 
-class PerspectiveError(Exception):
-    """An analyze call refused or failed: ``http_status`` and Google's canonical ``status``;
-    ``error_type`` is Perspective's ``errorType`` (``LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE`` ...)."""
+class PerspectiveError(OnlineError):
+    """An analyze call refused or failed: ``http_status`` and Google's canonical status name
+    (``canonical``); ``error_type`` is Perspective's ``errorType``
+    (``LANGUAGE_NOT_SUPPORTED_BY_ATTRIBUTE`` ...)."""
 
     def __init__(
         self, http_status: int, status: str, message: str, error_type: str | None = None
     ) -> None:
         super().__init__(f"{status}: {message}")
         self.http_status = http_status
-        self.status = status
+        self.canonical = status
         self.message = message
         self.error_type = error_type
 
@@ -31,7 +34,7 @@ class PerspectiveError(Exception):
         error: dict[str, object] = {
             "code": self.http_status,
             "message": self.message,
-            "status": self.status,
+            "status": self.canonical,
         }
         if self.error_type is not None:
             error["details"] = [{"@type": ERROR_TYPE_URL, "errorType": self.error_type}]

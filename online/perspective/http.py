@@ -99,11 +99,11 @@ class AnalyzeApp:
             body = await self._body(scope, receive)
             return 200, orjson.dumps(await self._analyze(_key(scope), body)), "OK"
         except PerspectiveError as exc:
-            return exc.http_status, orjson.dumps(exc.body()), exc.status
+            return exc.http_status, orjson.dumps(exc.body()), exc.canonical
         except Exception as exc:
             _log.error("perspective_failed", error_type=type(exc).__name__)
             error = PerspectiveError(500, "INTERNAL", "Internal error.")
-            return 500, orjson.dumps(error.body()), error.status
+            return 500, orjson.dumps(error.body()), error.canonical
 
     async def _body(self, scope: Scope, receive: Receive) -> bytes:
         limit = self._max_body_bytes

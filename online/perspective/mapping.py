@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from online.errors import OnlineError
 from pipelines.rule_hits import HitSpan, RuleHit, Severity
 from pipelines.scores import (
     HARM_LABELS,
@@ -43,11 +44,11 @@ _LABELS: dict[str, tuple[str, ...]] = {
 }
 
 
-class MappingError(ValueError):
+class MappingError(OnlineError):
     """``attributes.toml`` is not a valid mapping (the message names the entry)."""
 
 
-class Unscorable(Exception):
+class Unscorable(OnlineError):
     """The served model has no output the attribute is scored from, and no rule hit scores it."""
 
     def __init__(self, attribute: str) -> None:

@@ -175,7 +175,7 @@ async def test_with_the_model_down_only_rule_evidence_is_answered() -> None:
     analyzer, *_ = _analyzer(FakeModerator(scores=None), model)
     with pytest.raises(PerspectiveError) as refused:
         await analyzer.analyze(TOKEN, _body("good morning", "TOXICITY"))
-    assert (refused.value.http_status, refused.value.status) == (503, "UNAVAILABLE")
+    assert (refused.value.http_status, refused.value.canonical) == (503, "UNAVAILABLE")
     threat = await analyzer.analyze(TOKEN, _body("I will kill you if I see you again", "THREAT"))
     assert threat["attributeScores"]["THREAT"]["summaryScore"]["value"] >= 0.9  # type: ignore[index]
 
@@ -219,7 +219,7 @@ async def test_refusals(
     with pytest.raises(PerspectiveError) as refused:
         await analyzer.analyze(key, body)
     error = refused.value
-    assert (error.http_status, error.status, error.error_type) == (status, code, error_type)
+    assert (error.http_status, error.canonical, error.error_type) == (status, code, error_type)
     assert SECRET not in error.message
     assert moderator.checked == []
 
@@ -235,7 +235,7 @@ async def test_keys_that_cannot_be_checked_are_503_and_a_full_queue_429() -> Non
     for unstored in (False, True):
         with pytest.raises(PerspectiveError) as full:
             await analyzer.analyze(TOKEN, _body(doNotStore=unstored))
-        assert (full.value.http_status, full.value.status) == (429, "RESOURCE_EXHAUSTED")
+        assert (full.value.http_status, full.value.canonical) == (429, "RESOURCE_EXHAUSTED")
 
 
 async def test_the_quota_is_per_key_and_answers_429() -> None:

@@ -110,7 +110,7 @@ def test_the_quota_refills_at_its_rate_and_keeps_keys_apart() -> None:
     quota.take("a")
     with pytest.raises(PerspectiveError) as refused:
         quota.take("a")
-    assert (refused.value.http_status, refused.value.status) == (429, "RESOURCE_EXHAUSTED")
+    assert (refused.value.http_status, refused.value.canonical) == (429, "RESOURCE_EXHAUSTED")
     quota.take("b")  # another key has its own bucket
     now[0] = 0.5  # one token back
     quota.take("a")
