@@ -3,7 +3,7 @@ directly (no socket): stored and unstored calls, the response shape, keys, error
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -17,7 +17,7 @@ from online.errors import Overloaded
 from online.moderator import Answer, Latency
 from online.perspective.analyze import Analyzer
 from online.perspective.errors import PerspectiveError
-from online.perspective.http import ANALYZE_PATH, AnalyzeApp
+from online.perspective.http import ANALYZE_PATH, AnalyzeApp, Request
 from online.perspective.mapping import load_mapping
 from online.perspective.quota import KeyQuota
 from pipelines.messages import ChatMessage, SourcePosition
@@ -249,31 +249,12 @@ async def test_the_quota_is_per_key_and_answers_429() -> None:
 async def _call(
     app: AnalyzeApp,
     method: str,
-    path: str,
+    target: str,
     body: bytes,
-    query: bytes = b"",
-    headers: Sequence[tuple[bytes, bytes]] = (),
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[int, dict[str, Any]]:
-    sent: list[dict[str, Any]] = []
-    chunks = [body[:5], body[5:]]
-
-    async def receive() -> dict[str, Any]:
-        chunk = chunks.pop(0)
-        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
-
-    async def send(message: Any) -> None:
-        sent.append(dict(message))
-
-    scope = {
-        "type": "http",
-        "method": method,
-        "path": path,
-        "query_string": query,
-        "headers": list(headers),
-    }
-    await app(scope, receive, send)
-    start, end = sent
-    return int(start["status"]), orjson.loads(end["body"])
+    answer = await app.answer(Request(method, target, headers or {}, body))
+    return answer.status, orjson.loads(answer.body)
 
 
 async def test_the_app_reads_the_key_from_the_query_or_googles_header() -> None:
@@ -284,11 +265,11 @@ async def test_the_app_reads_the_key_from_the_query_or_googles_header() -> None:
         return {"attributeScores": {}}
 
     app = AnalyzeApp(analyze, max_body_bytes=1024)
-    assert await _call(app, "POST", ANALYZE_PATH, b'{"a": 1}', b"key=k1") == (
+    assert await _call(app, "POST", f"{ANALYZE_PATH}?key=k1", b'{"a": 1}') == (
         200,
         {"attributeScores": {}},
     )
-    await _call(app, "POST", ANALYZE_PATH, b"{}", headers=[(b"x-goog-api-key", b"k2")])
+    await _call(app, "POST", ANALYZE_PATH, b"{}", {"x-goog-api-key": "k2"})
     assert seen == [("k1", b'{"a": 1}'), ("k2", b"{}")]
 
 
@@ -308,17 +289,11 @@ async def test_the_app_answers_errors_in_googles_shape() -> None:
     assert SECRET not in orjson.dumps(body).decode()
     assert (await _call(app, "GET", ANALYZE_PATH, b""))[0] == 405
     assert (await _call(app, "POST", "/v1/other", b"{}"))[0] == 404
-    large = await _call(app, "POST", ANALYZE_PATH, b"x" * 2000)
-    assert large[0] == 413
-    declared = await _call(
-        app, "POST", ANALYZE_PATH, b"{}", headers=[(b"content-length", b"999999")]
-    )
-    assert declared[0] == 413
+    assert (await _call(app, "POST", ANALYZE_PATH, b"x" * 2000))[0] == 413
     assert recorded == [
         "INVALID_ARGUMENT",
         "INTERNAL",
         "INVALID_ARGUMENT",
         "NOT_FOUND",
-        "INVALID_ARGUMENT",
         "INVALID_ARGUMENT",
     ]
