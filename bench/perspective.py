@@ -9,7 +9,8 @@ warm-up of each, the legs run one after the other in the order ghz, vegeta, vege
 (``--rounds`` times), so a drift of the shared machine weighs on both alike; each tool's
 latencies are pooled over its legs. The per-key quota is lifted for the run.
 
-Printed per leg: p50/p95/p99, achieved rate, statuses. Last line:
+Printed per leg: p50/p95/p99, achieved rate, statuses, and the CPU the load tool itself used
+(``client_cores``: both tools run on the machine they measure). Last line:
 ``perspective_p99_ms=A checkmessage_p99_ms=B rps=R errors=E``: the pooled p99 of each (ms, of
 the answered calls, from each call's send), the lower of the two achieved rates (answered calls
 per second), and the calls of both that got no answer or an error status.
@@ -72,12 +73,23 @@ def summary_line(perspective: Pooled, checkmessage: Pooled) -> str:
     )
 
 
-def _leg_report(name: str, latencies: Sequence[float], statuses: Counter[str], s: float) -> None:
-    rate = len(latencies) / s if s > 0 else 0.0
+def _leg_report(
+    name: str,
+    latencies: Sequence[float],
+    statuses: Counter[str],
+    seconds: float,
+    client_cpu_s: float | None = None,
+) -> None:
+    rate = len(latencies) / seconds if seconds > 0 else 0.0
+    client = (
+        f" client_cores={client_cpu_s / seconds:.2f}"
+        if client_cpu_s is not None and seconds > 0
+        else ""
+    )
     print(
         f"{name}: achieved={rate:.1f}/s p50={percentile(latencies, 50):.1f}ms "
         f"p95={percentile(latencies, 95):.1f}ms p99={percentile(latencies, 99):.1f}ms "
-        f"statuses={dict(statuses)}",
+        f"statuses={dict(statuses)}{client}",
         flush=True,
     )
 
@@ -138,6 +150,7 @@ async def _run(args: argparse.Namespace) -> tuple[Pooled, Pooled]:
                         deadline_s=deadline_s,
                     )
                     latencies, statuses, seconds = g.latencies_ms, g.statuses, g.seconds
+                    client_cpu = g.client_cpu_s
                 else:
                     v = await vegeta_load(
                         vegeta,
@@ -149,7 +162,8 @@ async def _run(args: argparse.Namespace) -> tuple[Pooled, Pooled]:
                         timeout_s=deadline_s,
                     )
                     latencies, statuses, seconds = v.latencies_ms, v.statuses, v.seconds
-                _leg_report(leg, latencies, statuses, seconds)
+                    client_cpu = v.client_cpu_s
+                _leg_report(leg, latencies, statuses, seconds, client_cpu)
                 pooled[leg].add(latencies, statuses, seconds)
     return pooled[VEGETA], pooled[GHZ]
 
