@@ -27,7 +27,7 @@ RUN pip install --no-deps . \
 ENV PYTHONPATH=/app
 
 USER 10001
-EXPOSE 18080 18070 18071 18090
+EXPOSE 18080 18070 18071 18072 18090
 # SIGTERM drains in-flight batches (see worker settings: batch.drain_timeout_s).
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["modstream"]

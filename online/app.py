@@ -34,12 +34,18 @@ from online.auth import TokenCheck
 from online.collector import CollectorStats
 from online.errors import OnlineError
 from online.parts import OnlineParts, build_online_parts
+from online.perspective.analyze import Analyzer
+from online.perspective.http import AnalyzeApp, PerspectiveServer
+from online.perspective.mapping import load_mapping
+from online.perspective.quota import KeyQuota
 from online.server import ModerationServicer, build_server, server_credentials, set_health
 from online.settings import OnlineSettings
 
 __all__ = ["OnlineFailed", "OnlineService", "freeze_startup_objects", "serve_until_signalled"]
 
 _log = get_logger(__name__)
+ANALYZE_METHOD = "AnalyzeComment"
+"""``comments:analyze`` calls in ``modstream_online_calls_total`` and ``_call_seconds``."""
 
 
 class OnlineFailed(OnlineError):
@@ -66,6 +72,9 @@ class OnlineService:
         self.port: int | None = None
         self.http_port: int | None = None
         """Where ``/metrics``, ``/healthz`` and ``/readyz`` answer, once started."""
+        self.perspective_port: int | None = None
+        """Where ``POST /v1alpha1/comments:analyze`` answers, once started (if enabled)."""
+        self._perspective: PerspectiveServer | None = None
         self._store_ok = False
         self._stopping = False
         self.ready = asyncio.Event()
@@ -98,6 +107,11 @@ class OnlineService:
             await http.start()
             stack.push_async_callback(http.stop)
             self.http_port = http.port
+            if s.perspective.enabled:
+                self._perspective = self._perspective_server(tokens)
+                await self._perspective.start()
+                stack.push_async_callback(self._perspective.stop)
+                self.perspective_port = self._perspective.port
             await server.start()
             stack.push_async_callback(server.stop, None)
             _log.info("online_started", port=self.port, tls=o.tls, token=o.require_token)
@@ -128,6 +142,30 @@ class OnlineService:
                 raise OnlineFailed(supervisor.failure) from group
             _log.info("online_stopped")
 
+    def _perspective_server(self, tokens: TokenCheck | None) -> PerspectiveServer:
+        """``comments:analyze`` over this service's moderator, rules and model
+        (``online.perspective``), behind the same tokens as ``CheckMessage``."""
+        s, parts = self._settings, self.parts
+        p = s.perspective
+        analyzer = Analyzer(
+            moderator=parts.moderator,
+            rules=parts.moderation.rules,
+            model=parts.moderation.inference,
+            keys=tokens,
+            quota=KeyQuota(qps=p.qps, burst=p.burst),
+            mapping=load_mapping(),
+            model_timeout_s=s.online.model_budget_ms / 1000.0,
+        )
+        metrics = parts.metrics
+        seconds = metrics.call_seconds.labels(ANALYZE_METHOD)
+
+        def record(code: str, elapsed_s: float) -> None:
+            seconds.observe(elapsed_s)
+            metrics.calls_total.labels(ANALYZE_METHOD, code).inc()
+
+        app = AnalyzeApp(analyzer.analyze, max_body_bytes=p.max_body_bytes, record=record)
+        return PerspectiveServer(app, p.host, p.port, grace_s=self._grace_s)
+
     def readiness(self) -> tuple[bool, str]:
         """``/readyz``: ready while PostgreSQL answers (a verdict can be made durable; with the
         model down checks get rules-only verdicts), not before start nor once stopping."""
@@ -149,6 +187,8 @@ class OnlineService:
         _log.info("online_stopping", admitted=self.parts.moderator.admitted)
         await health_servicer.enter_graceful_shutdown()
         await server.stop(self._grace_s)
+        if self._perspective is not None:
+            await self._perspective.stop()
         await self.parts.collector.close()
 
     async def _watch_health(

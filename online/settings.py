@@ -23,7 +23,7 @@ from engine.settings import (
 )
 from pipelines.policy import PolicyThresholds
 
-__all__ = ["OnlineSection", "OnlineSettings"]
+__all__ = ["OnlineSection", "OnlineSettings", "PerspectiveSection"]
 
 
 class OnlineSection(Section):
@@ -89,6 +89,23 @@ class OnlineSection(Section):
         return self.tls_private_key is not None
 
 
+class PerspectiveSection(Section):
+    """``POST /v1alpha1/comments:analyze``, Perspective API's wire format (docs/perspective.md),
+    over plain HTTP beside the gRPC port (``MODSTREAM_PERSPECTIVE__*``)."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: int = Field(default=18072, ge=0, le=65535)
+    """0 picks a free port (tests)."""
+    qps: float = Field(default=100.0, gt=0)
+    """Calls per second each API key may make (a token bucket); over it: 429
+    RESOURCE_EXHAUSTED."""
+    burst: float = Field(default=100.0, ge=1)
+    """Calls a key may make at once after a quiet spell (the bucket's size)."""
+    max_body_bytes: int = Field(default=65_536, ge=1_024)
+    """A larger request body is refused with 413 before it is read whole."""
+
+
 class OnlineSettings(ServiceSettings):
     """Everything ``modstream online`` reads."""
 
@@ -102,3 +119,4 @@ class OnlineSettings(ServiceSettings):
     http: HttpSettings = HttpSettings(port=18071)
     """``/metrics``, ``/healthz`` and ``/readyz`` over plain HTTP beside the gRPC port
     (``MODSTREAM_HTTP__PORT``; 0 picks a free port)."""
+    perspective: PerspectiveSection = PerspectiveSection()

@@ -117,3 +117,12 @@ if [ ! -x "$VENV/bin/ghz" ]; then
     say "installing ghz $GHZ_VERSION into $VENV/bin (go install)"
     GOBIN="$PWD/$VENV/bin" go install "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION"
 fi
+
+# --- vegeta (bench.perspective) -----------------------------------------------------------------
+# An open-loop HTTP load tool, built from the Go module proxy with the machine's Go (pinned).
+VEGETA_VERSION="v12.13.0"
+if [ ! -x "$VENV/bin/vegeta" ]; then
+    command -v go >/dev/null 2>&1 || { say "go not found (it builds vegeta for bench.perspective)"; exit 1; }
+    say "installing vegeta $VEGETA_VERSION into $VENV/bin (go install)"
+    GOBIN="$PWD/$VENV/bin" go install "github.com/tsenart/vegeta/v12@$VEGETA_VERSION"
+fi

@@ -41,6 +41,7 @@ def online_settings_for(database: str, topics: dict[str, str], **online: Any) ->
             "postgres": base.postgres.model_copy(update={"dsn": SecretStr(database)}),
             "online": base.online.model_copy(update=section),
             "http": base.http.model_copy(update={"port": 0}),
+            "perspective": base.perspective.model_copy(update={"port": 0}),
             "reliability": base.reliability.model_copy(
                 update={"rescore_interval_s": 0.3, "outbox_interval_s": 0.3}
             ),

@@ -113,7 +113,11 @@ async def test_rules_and_dashboard_name_only_exported_metrics(
         await running.enter_async_context(
             _process(
                 ["online", "--port", str(online_grpc)],
-                {**env, "MODSTREAM_HTTP__PORT": str(online_http)},
+                {
+                    **env,
+                    "MODSTREAM_HTTP__PORT": str(online_http),
+                    "MODSTREAM_PERSPECTIVE__PORT": "0",
+                },
                 tmp_path / "online.log",
                 f"{urls['online']}/readyz",
             )

@@ -26,6 +26,7 @@ async def test_the_command_serves_until_sigterm_and_exits_cleanly(
         "MODSTREAM_POSTGRES__DSN": database,
         "MODSTREAM_KAFKA__VERDICT_TOPIC": topics["verdict_topic"],
         "MODSTREAM_ONLINE__HEALTH_INTERVAL_S": "0.3",
+        "MODSTREAM_PERSPECTIVE__PORT": "0",
     }
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "modstream.cli", "online", "--port", str(port), env=env

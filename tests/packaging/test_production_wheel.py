@@ -139,6 +139,7 @@ def test_wheel_holds_exactly_the_production_packages(image_wheel: Path) -> None:
     assert top == IMAGE_PACKAGES
     assert any(n.startswith("review/templates/") for n in names), "console templates missing"
     assert "pipelines/rulesets/default.toml" in names
+    assert "online/perspective/attributes.toml" in names, "the Perspective mapping missing"
 
 
 def test_no_dev_or_model_packages_in_the_image(image_env: Path) -> None:
