@@ -4,12 +4,15 @@ fixture model): scores, stored verdicts, ``doNotStore``, and Perspective's error
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import asyncpg
 import httpx
 import pytest
 
+from review.auth import create_user
+from review.schemas import Role
 from tests.integration.online_support import make_token, running_service
 from tests.integration.perspective_support import count_rows, perspective_settings
 from worker.settings import WorkerSettings
@@ -175,3 +178,60 @@ async def test_refusals_have_perspectives_error_shape(
     assert refused["status"] == "RESOURCE_EXHAUSTED"
     counted = 'modstream_online_calls_total{code="RESOURCE_EXHAUSTED",method="AnalyzeComment"}'
     assert f"{counted} {float(codes.count(429))}" in metrics
+
+
+async def test_a_call_speaks_for_its_keys_tenant_and_no_other(
+    stack_settings: WorkerSettings, database: str, topics: dict[str, str]
+) -> None:
+    """A key bound to one tenant stores its calls as that tenant's, whatever ``communityId``
+    says; a key bound to two is refused (403) for a community naming neither, and the attempt is
+    recorded in ``access_denials``; nothing is stored for it."""
+    settings = perspective_settings(database, topics)
+    conn = await asyncpg.connect(database)
+    try:
+        one = await create_user(
+            conn, f"forum-{uuid.uuid4().hex[:8]}", Role.PLATFORM, None, ["arcade"]
+        )
+        two = await create_user(
+            conn, f"forums-{uuid.uuid4().hex[:8]}", Role.PLATFORM, None, ["arcade", "market"]
+        )
+        denials_before = await conn.fetchval("SELECT coalesce(max(id), 0) FROM access_denials")
+    finally:
+        await conn.close()
+    community = f"c-{uuid.uuid4().hex[:8]}"
+    async with running_service(settings) as service:
+        base = f"http://127.0.0.1:{service.perspective_port}"
+        async with httpx.AsyncClient(base_url=base, timeout=10) as http:
+            own = await http.post(
+                PATH, params={"key": one}, json=_body(CALM, "TOXICITY", communityId=community)
+            )
+            chosen = await http.post(
+                PATH, params={"key": two}, json=_body(CALM, "TOXICITY", communityId="market")
+            )
+            refused = await http.post(
+                PATH, params={"key": two}, json=_body(CALM, "TOXICITY", communityId="bazaar")
+            )
+    assert own.status_code == 200, own.text
+    assert chosen.status_code == 200, chosen.text
+    assert refused.status_code == 403, refused.text
+    assert refused.json()["error"]["status"] == "PERMISSION_DENIED"
+    conn = await asyncpg.connect(database)
+    try:
+        stored = await conn.fetch(
+            "SELECT group_id, tenant FROM verdicts WHERE source_topic = 'online' "
+            "AND group_id = ANY($1::text[]) ORDER BY created_at",
+            [community, "market", "bazaar"],
+        )
+        denials = await conn.fetch(
+            "SELECT service, actor_role, tenant FROM access_denials WHERE id > $1",
+            denials_before,
+        )
+    finally:
+        await conn.close()
+    assert [(r["group_id"], r["tenant"]) for r in stored] == [
+        (community, "arcade"),
+        ("market", "market"),
+    ]
+    assert [(d["service"], d["actor_role"], d["tenant"]) for d in denials] == [
+        ("online", "platform", "bazaar")
+    ]

@@ -247,10 +247,15 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
         assert answer.status_code == 200, answer.text
         return {i["id"] for i in answer.json()}
 
+    # The session database is shared with other tests: each queue holds this test's items of
+    # its tenants and, for the default tenant, other tests' items, never another tenant's.
+    ours = set().union(*by_tenant.values())
     assert await queue_ids(arcade_mod) == by_tenant["arcade"]
     assert await queue_ids(market_mod) == by_tenant["market"]
-    assert await queue_ids(unbound_mod) == by_tenant["default"]
-    assert await queue_ids(admin) == set().union(*by_tenant.values())
+    unbound_queue = await queue_ids(unbound_mod)
+    assert unbound_queue & ours == by_tenant["default"]
+    assert not unbound_queue & (by_tenant["arcade"] | by_tenant["market"])
+    assert await queue_ids(admin) & ours == ours
 
     # Hostile: arcade's moderator guesses market's item ids (read, claim, audit trail).
     auth = {"Authorization": f"Bearer {arcade_mod}"}
@@ -361,6 +366,12 @@ async def test_a_platform_token_for_one_tenant_cannot_send_as_another(
     bound = await _user(database, Role.PLATFORM, ["arcade"])
     unbound = await _user(database, Role.PLATFORM, None)
     settings = online_settings_for(database, topics)
+    run = uuid.uuid4().hex[:8]  # the session database is shared: this test's rows by their ids
+    conn = await asyncpg.connect(database)
+    try:
+        denials_before = await conn.fetchval("SELECT coalesce(max(id), 0) FROM access_denials")
+    finally:
+        await conn.close()
     method = "modstream.v1.ModerationService/CheckMessage"
 
     def body(message_id: str, tenant: str | None) -> str:
@@ -390,12 +401,12 @@ async def test_a_platform_token_for_one_tenant_cannot_send_as_another(
             )
             return status, out + err
 
-        own = await call(bound, "on-1", "arcade")
-        other = await call(bound, "on-2", "market")
-        unbound_default = await call(unbound, "on-3", None)
-        unbound_named = await call(unbound, "on-4", "arcade")
+        own = await call(bound, f"{run}-1", "arcade")
+        other = await call(bound, f"{run}-2", "market")
+        unbound_default = await call(unbound, f"{run}-3", None)
+        unbound_named = await call(unbound, f"{run}-4", "arcade")
         # A message id arcade already used cannot be read back as market's (or the default's).
-        replay_other = await call(unbound, "on-1", None)
+        replay_other = await call(unbound, f"{run}-1", None)
     assert own[0] == 0, own[1]
     assert other[0] != 0
     assert "PermissionDenied" in other[1]
@@ -409,16 +420,19 @@ async def test_a_platform_token_for_one_tenant_cannot_send_as_another(
         stored = {
             r["message_id"]: r["tenant"]
             for r in await conn.fetch(
-                "SELECT message_id, tenant FROM verdicts WHERE source_topic = 'online'"
+                "SELECT message_id, tenant FROM verdicts "
+                "WHERE source_topic = 'online' AND message_id LIKE $1",
+                f"{run}-%",
             )
         }
         denials = await conn.fetch(
             "SELECT service, actor_role, action, tenant FROM access_denials "
-            "WHERE service = 'online' ORDER BY id"
+            "WHERE service = 'online' AND id > $1 ORDER BY id",
+            denials_before,
         )
     finally:
         await conn.close()
-    assert stored == {"on-1": "arcade", "on-3": "default"}
+    assert stored == {f"{run}-1": "arcade", f"{run}-3": "default"}
     assert [(d["service"], d["actor_role"], d["tenant"]) for d in denials] == [
         ("online", "platform", "market"),
         ("online", "platform", "arcade"),
