@@ -429,7 +429,8 @@ def _format_real_text(real: dict[str, Any]) -> list[str]:
             audited = ""
             if "false_flag_rate" in f:
                 audited = (
-                    f" false_flag={f['false_flag_rate']:.4f} harmful_flags={f['flags_harmful']}"
+                    f" false_flag={f['false_flag_rate']:.4f}"
+                    f" false_block={f['false_block_rate']:.4f} harmful_flags={f['flags_harmful']}"
                     f" unaudited_flags={f['flags_unaudited']}"
                 )
             lines.append(

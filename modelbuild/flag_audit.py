@@ -3,14 +3,16 @@
 The everyday sets (:mod:`modelbuild.real_text`) are real lines nobody labelled, and some of them
 are real abuse: film characters swear at each other, texters insult each other. A flag on such a
 line is right, yet the plain flag rate counts it against the model. So a person read every line
-the served model flags in those sets and marked it ``harmful`` (what a moderator would act on:
+the served model flags in those sets, and every English line the previous model flags, and
+marked it ``harmful`` (what a moderator would act on:
 an insult or profanity aimed at someone, a slur, a threat, a statement of self-harm, sexual talk
 at someone, spam) or ``ordinary``. The file (``data/real_text_audit.jsonl``) holds one row per
 line: its set, the first 16 hex digits of the SHA-256 of the line as the set holds it, the label
 and the kind of harm; never the text.
 
-:func:`false_flag_rate` counts a flag as false unless the audit marks its line harmful, so a line
-flagged by a later model that nobody has read counts against that model, never for it.
+:meth:`FlagAudit.figures` counts a flag (or a block) as false unless the audit marks its line
+harmful, so a line flagged by a later model that nobody has read counts against that model,
+never for it.
 """
 
 from __future__ import annotations
@@ -50,22 +52,25 @@ class FlagAudit:
 
     labels: Mapping[str, str]
 
-    def figures(self, texts: Sequence[str], flagged: Sequence[bool]) -> dict[str, float | int]:
-        """Flags on lines audited harmful, flags nobody read, and the false flag rate (flags on
-        every line not audited harmful, over all lines)."""
-        harmful = unread = 0
-        for text, hit in zip(texts, flagged, strict=True):
+    def figures(
+        self, texts: Sequence[str], flagged: Sequence[bool], blocked: Sequence[bool]
+    ) -> dict[str, float | int]:
+        """Flags on lines audited harmful, flags nobody read, and the false flag and block rates
+        (flags or blocks on every line not audited harmful, over all lines)."""
+        harmful = unread = false_blocks = 0
+        for text, hit, block in zip(texts, flagged, blocked, strict=True):
             if not hit:
                 continue
             label = self.labels.get(audit_key(text))
             harmful += label == "harmful"
             unread += label is None
-        flags = sum(flagged)
+            false_blocks += block and label != "harmful"
         n = len(texts)
         return {
             "flags_harmful": harmful,
             "flags_unaudited": unread,
-            "false_flag_rate": round((flags - harmful) / n, 4) if n else 0.0,
+            "false_flag_rate": round((sum(flagged) - harmful) / n, 4) if n else 0.0,
+            "false_block_rate": round(false_blocks / n, 4) if n else 0.0,
         }
 
 

@@ -58,7 +58,11 @@ def everyday_rates(
     reasons = Counter(reason.split("=")[0] for r in flagged for reason in r.reasons)
     audited: dict[str, Any] = {}
     if audit is not None:
-        audited = audit.figures(kept_texts, [r.decision != Decision.ALLOW for r in kept])
+        audited = audit.figures(
+            kept_texts,
+            [r.decision != Decision.ALLOW for r in kept],
+            [r.decision == Decision.BLOCK for r in kept],
+        )
     return {
         "lines": n,
         "flag_rate": round(len(flagged) / n, 4) if n else 0.0,

@@ -30,14 +30,19 @@ def test_unread_and_ordinary_flags_count_as_false() -> None:
     """Only a flag on a line audited harmful is taken off; one nobody read counts as false."""
     audit = FlagAudit({audit_key("you fool"): "harmful", audit_key("mom called"): "ordinary"})
     texts = ["you fool", "mom called", "never read", "not flagged"]
-    figures = audit.figures(texts, [True, True, True, False])
-    assert figures == {"flags_harmful": 1, "flags_unaudited": 1, "false_flag_rate": 0.5}
+    figures = audit.figures(texts, [True, True, True, False], [True, True, False, False])
+    assert figures == {
+        "flags_harmful": 1,
+        "flags_unaudited": 1,
+        "false_flag_rate": 0.5,
+        "false_block_rate": 0.25,
+    }
 
 
 def test_no_flags_no_false_flags() -> None:
     audit = FlagAudit({audit_key("a"): "harmful"})
-    assert audit.figures(["a", "b"], [False, False])["false_flag_rate"] == 0.0
-    assert audit.figures([], [])["false_flag_rate"] == 0.0
+    assert audit.figures(["a", "b"], [False, False], [False, False])["false_flag_rate"] == 0.0
+    assert audit.figures([], [], [])["false_block_rate"] == 0.0
 
 
 @pytest.mark.parametrize(
