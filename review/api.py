@@ -218,6 +218,16 @@ def _queue_filter(
 Filter = Annotated[QueueFilter, Depends(_queue_filter)]
 
 
+_SCOPED_USERS = """
+SELECT name, role FROM review_users
+WHERE disabled_at IS NULL
+  AND ($1::text[] IS NULL
+       OR (coalesce(tenants, ARRAY['default']::text[]) && $1::text[]
+           AND NOT (role = 'admin' AND tenants IS NULL)))
+ORDER BY name
+"""
+
+
 def _register_api(app: FastAPI) -> None:
     @app.get("/metrics", include_in_schema=False)
     async def metrics(svc: Services) -> Response:
@@ -373,10 +383,10 @@ def _register_api(app: FastAPI) -> None:
 
     @app.get("/api/users", response_model=list[UserInfo], tags=["admin"])
     async def users(user: AdminUser, svc: Services) -> list[UserInfo]:
-        """Every enabled user (admins only; tokens are never shown)."""
-        rows = await svc.pool.fetch(
-            "SELECT name, role FROM review_users WHERE disabled_at IS NULL ORDER BY name"
-        )
+        """Every enabled user (admins only; tokens are never shown). An admin bound to tenants
+        sees the users of those tenants alone (an unbound user is the default tenant's, an
+        unbound admin every tenant's, so only unbound admins see them)."""
+        rows = await svc.pool.fetch(_SCOPED_USERS, user.tenant_list)
         return [UserInfo(name=r["name"], role=Role(r["role"])) for r in rows]
 
     @app.get("/api/openapi.json", include_in_schema=False)

@@ -257,6 +257,26 @@ async def test_two_tenants_get_their_own_verdicts_rows_and_moderators(
     assert not unbound_queue & (by_tenant["arcade"] | by_tenant["market"])
     assert await queue_ids(admin) & ours == ours
 
+    # An admin bound to arcade lists arcade's users alone (never market's or the unbound ones).
+    arcade_admin = await _user(dsn, Role.ADMIN, ["arcade"])
+    listed = await review_client.get(
+        "/api/users", headers={"Authorization": f"Bearer {arcade_admin}"}
+    )
+    assert listed.status_code == 200, listed.text
+    conn = await asyncpg.connect(dsn)
+    try:
+        bound = {
+            r["name"]: r["tenants"]
+            for r in await conn.fetch(
+                "SELECT name, tenants FROM review_users WHERE name = ANY($1::text[])",
+                [u["name"] for u in listed.json()],
+            )
+        }
+    finally:
+        await conn.close()
+    assert len(bound) >= 2  # arcade's moderator and admin
+    assert all(tenants is not None and "arcade" in tenants for tenants in bound.values())
+
     # Hostile: arcade's moderator guesses market's item ids (read, claim, audit trail).
     auth = {"Authorization": f"Bearer {arcade_mod}"}
     market_item = sorted(by_tenant["market"])[0]
