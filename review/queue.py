@@ -398,14 +398,17 @@ class ReviewQueue:
         background, so the answer comes as soon as an unknown id's would."""
         if user.sees_tenant(row["tenant"]):
             return
+        self._note_denial(user, action, row["tenant"], row["id"])
+        raise ItemNotFoundError(f"review item {public_id} does not exist")
+
+    def _note_denial(self, user: User, action: str, tenant: str, item_id: int) -> None:
+        """Log and record (in the background) an attempt on another tenant's item."""
         _log.warning("review_other_tenant_item", actor=user.name, action=action)
         task = asyncio.create_task(
-            self._record_denial(user, action, row["tenant"], row["id"]),
-            name="review-access-denial",
+            self._record_denial(user, action, tenant, item_id), name="review-access-denial"
         )
         self._denials.add(task)
         task.add_done_callback(self._denials.discard)
-        raise ItemNotFoundError(f"review item {public_id} does not exist")
 
     async def _record_denial(self, user: User, action: str, tenant: str, item_id: int) -> None:
         try:
@@ -579,6 +582,13 @@ class ReviewQueue:
             user.category_list,
             user.tenant_list,
         )
+        if public_id is not None and not rows:
+            # Another tenant's item answers as an unknown one (an empty trail), and is recorded.
+            item = await self._pool.fetchrow(
+                "SELECT id, tenant FROM review_items WHERE public_id = $1", public_id
+            )
+            if item is not None and not user.sees_tenant(item["tenant"]):
+                self._note_denial(user, "events", item["tenant"], item["id"])
         return [AuditEvent(**{**dict(row), "details": _jsonb(row["details"])}) for row in rows]
 
     async def context(self, user: User, ref: str) -> ItemContext:
