@@ -43,6 +43,8 @@ CREATE TABLE moderation_verdicts
     rule_hits         Array(Tuple(rule_id String, category String, severity String, action String)),
     model_name        LowCardinality(Nullable(String)),
     model_version     LowCardinality(Nullable(String)),
+    -- the community (docs/tenants.md); a record from before tenants is the default tenant's
+    tenant            LowCardinality(String) DEFAULT 'default',
     kafka_partition   UInt32,
     kafka_offset      UInt64,
     erased            UInt8 DEFAULT 0
@@ -70,7 +72,7 @@ TTL toDateTime(erased_at) + INTERVAL 90 DAY;
 -- sender_id column of moderation_verdicts once per batch of erasures (they are rare).
 CREATE MATERIALIZED VIEW moderation_erasures_tombstones_mv TO moderation_verdicts AS
 SELECT v.source_topic AS source_topic, v.source_partition AS source_partition,
-       v.source_offset AS source_offset, v.sent_at AS sent_at,
+       v.source_offset AS source_offset, v.sent_at AS sent_at, v.tenant AS tenant,
        toUInt64(18446744073709551615) AS kafka_offset, toUInt8(1) AS erased
 FROM moderation_erasures AS e
 INNER JOIN moderation_verdicts AS v ON v.sender_id = e.sender_id

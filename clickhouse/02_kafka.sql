@@ -40,6 +40,7 @@ SELECT
                                                                      AS rule_hits,
     JSONExtract(record, 'model_name', 'Nullable(String)')            AS model_name,
     JSONExtract(record, 'model_version', 'Nullable(String)')         AS model_version,
+    if(JSONHas(record, 'tenant'), JSONExtractString(record, 'tenant'), 'default') AS tenant,
     toUInt32(_partition)                                             AS kafka_partition,
     _offset                                                          AS kafka_offset
 FROM moderation_verdicts_queue

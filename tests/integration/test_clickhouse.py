@@ -360,6 +360,17 @@ async def test_clickhouse_views_and_queries_match_postgres(
             assert {int(r["p"]): int(r["o"]) for r in newest} == last  # read to the end
             counted = clickhouse.rows("SELECT count() AS n FROM moderation_verdicts FINAL")
             assert int(counted[0]["n"]) == stored
+            tenants_ch = {
+                r["tenant"]: int(r["n"])
+                for r in clickhouse.rows(
+                    "SELECT tenant, count() AS n FROM moderation_verdicts FINAL GROUP BY tenant"
+                )
+            }
+            tenants_pg = {
+                r["tenant"]: r["n"]
+                for r in await conn.fetch("SELECT tenant, count(*) AS n FROM verdicts GROUP BY 1")
+            }
+            assert tenants_ch == tenants_pg  # every row carries its tenant
             pending = clickhouse.rows(
                 "SELECT count() AS n FROM moderation_verdicts FINAL "
                 "WHERE decided_by = 'pending_model'"
