@@ -556,7 +556,7 @@ def test_only_the_gpu_overlay_asks_for_a_gpu(overlay: str, objects: list[Manifes
 
 # --- network ---------------------------------------------------------------------------
 
-_PUBLIC = {"modstream-review": {18090}, "modstream-online": {18070}}
+_PUBLIC = {"modstream-review": {18090}, "modstream-online": {18070, 18072}}
 """The pods and ports anyone outside the namespace may reach."""
 _METRICS = {"modstream-worker": 18080, "modstream-online": 18071, "triton": 8002}
 
@@ -672,3 +672,29 @@ def test_the_vendored_schemas_are_the_recorded_files() -> None:
     assert present == set(recorded)
     for name, digest in recorded.items():
         assert hashlib.sha256((SCHEMAS / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_tenant_folders_are_mounted_where_the_config_points(objects: list[Manifest]) -> None:
+    """The worker and the online service mount the optional tenant rule and policy ConfigMaps
+    at the folders modstream-config names, so tenants need no new manifests."""
+    (config,) = [
+        o
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "modstream-config"
+    ]
+    folders = {
+        config["data"]["MODSTREAM_RULES__TENANTS_DIR"]: "modstream-tenant-rules",
+        config["data"]["MODSTREAM_POLICY_FILE__TENANTS_DIR"]: "modstream-tenant-policies",
+    }
+    for name in ("modstream-worker", "modstream-online"):
+        (deployment,) = [
+            o for o in objects if o["kind"] == "Deployment" and o["metadata"]["name"] == name
+        ]
+        pod = deployment["spec"]["template"]["spec"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m for c in pod["containers"] for m in c["volumeMounts"]}
+        for folder, config_map in folders.items():
+            mount = mounts[folder]
+            assert mount["readOnly"] is True
+            source = volumes[mount["name"]]["configMap"]
+            assert source == {"name": config_map, "optional": True}, name
