@@ -14,14 +14,19 @@ a server, a subreddit) and stays the verdict's ``group_id``. The tenant comes fr
 
 from __future__ import annotations
 
+import grpc
+
 from online.auth import Grant
+from online.errors import OnlineError
 from pipelines.tenants import DEFAULT_TENANT
 
 __all__ = ["NoTenant", "tenant_of_call"]
 
 
-class NoTenant(Exception):
+class NoTenant(OnlineError):
     """A key bound to several tenants, and a call whose ``communityId`` names none of them."""
+
+    status = grpc.StatusCode.PERMISSION_DENIED
 
 
 def tenant_of_call(grant: Grant | None, community_id: str | None) -> str:
@@ -34,4 +39,4 @@ def tenant_of_call(grant: Grant | None, community_id: str | None) -> str:
         return tenant
     if community_id is not None and community_id in grant.tenants:
         return community_id
-    raise NoTenant
+    raise NoTenant("the key speaks for several tenants and communityId names none of them")
