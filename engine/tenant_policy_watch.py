@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from common.logs import get_logger
 from engine.policy_stage import PolicyStage
+from engine.tenant_folder import list_tenant_files
 from pipelines.policy import PolicyThresholds
 from pipelines.policy_file import PolicyFileError, load_policy_file
 from pipelines.tenant_policies import is_proposal, tenant_of_policy_file
-from pipelines.tenants import TenantIdError
 
 __all__ = ["TenantPolicyWatcher"]
 
@@ -106,32 +105,21 @@ class TenantPolicyWatcher:
     def _listing(self) -> dict[str, Path]:
         """The tenant files of the folder, at most ``max_tenants``; other names refused once."""
         try:
-            entries = sorted(
-                (e.name, e.is_dir())
-                for e in os.scandir(self._folder)
-                if not e.name.startswith((".", "_")) and not is_proposal(e.name)
+            listing = list_tenant_files(
+                self._folder,
+                self._max_tenants,
+                tenant_of_policy_file,
+                "policy_file.max_tenants",
+                skip=is_proposal,
             )
         except OSError as exc:
             _log.error(
                 "tenant_policy_folder_unreadable", path=str(self._folder), error=exc.strerror
             )
             return {tenant: self._folder / f"{tenant}.toml" for tenant in self._stamps}
-        files: dict[str, Path] = {}
-        for name, is_dir in entries:
-            if is_dir:
-                continue
-            try:
-                tenant = tenant_of_policy_file(name)
-            except TenantIdError as exc:
-                self._refuse_name(name, str(exc))
-                continue
-            if len(files) == self._max_tenants:
-                self._refuse_name(
-                    name, f"more than policy_file.max_tenants={self._max_tenants} files"
-                )
-                continue
-            files[tenant] = self._folder / name
-        return files
+        for name, problem in listing.refused:
+            self._refuse_name(name, problem)
+        return listing.files
 
     def _refuse_name(self, name: str, problem: str) -> None:
         if name not in self._refused_names:

@@ -18,17 +18,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from common.logs import get_logger
 from engine.rule_stage import RuleStage
+from engine.tenant_folder import list_tenant_files
 from pipelines.rules import RuleLoadError
 from pipelines.rules.layers import RuleStack, load_rule_stack, stack_files
 from pipelines.rules.shared_engines import BuiltEngine, EngineLimitError, EngineShelf
-from pipelines.rules.tenants import TenantIdError, tenant_of_file
+from pipelines.rules.tenants import tenant_of_file
 
 __all__ = ["TenantRulesWatcher"]
 
@@ -121,28 +121,15 @@ class TenantRulesWatcher:
     def _listing(self) -> dict[str, Path]:
         """The tenant files of the folder, at most ``max_tenants``; other names refused once."""
         try:
-            entries = sorted(
-                (e.name, e.is_dir())
-                for e in os.scandir(self._folder)
-                if not e.name.startswith((".", "_"))
+            listing = list_tenant_files(
+                self._folder, self._max_tenants, tenant_of_file, "rules.max_tenants"
             )
         except OSError as exc:
             _log.error("tenant_rules_folder_unreadable", path=str(self._folder), error=exc.strerror)
             return {tenant: self._folder / f"{tenant}.toml" for tenant in self._stamps}
-        files: dict[str, Path] = {}
-        for name, is_dir in entries:
-            if is_dir:
-                continue
-            try:
-                tenant = tenant_of_file(name)
-            except TenantIdError as exc:
-                self._refuse_name(name, str(exc))
-                continue
-            if len(files) == self._max_tenants:
-                self._refuse_name(name, f"more than rules.max_tenants={self._max_tenants} files")
-                continue
-            files[tenant] = self._folder / name
-        return files
+        for name, problem in listing.refused:
+            self._refuse_name(name, problem)
+        return listing.files
 
     def _refuse_name(self, name: str, problem: str) -> None:
         if name not in self._refused_names:
