@@ -11,10 +11,7 @@ reads its JSON report: one latency per call (from its send) and its status.
 
 from __future__ import annotations
 
-import asyncio
 import random
-import resource
-import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -24,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from bench.load_tools import find_tool, run_tool
 from common.settings import project_root
 
 __all__ = ["GhzRun", "find_ghz", "ghz_command", "ghz_data", "ghz_load", "read_report"]
@@ -36,11 +34,7 @@ Python's reflection service)."""
 
 def find_ghz() -> Path | None:
     """The ghz that bootstrap built (``.venv/bin/ghz``), else one on ``PATH``."""
-    built = project_root() / ".venv" / "bin" / "ghz"
-    if built.is_file():
-        return built
-    found = shutil.which("ghz")
-    return Path(found) if found else None
+    return find_tool("ghz")
 
 
 def ghz_data(texts: Sequence[str], *, seed: int = 2026) -> list[dict[str, str]]:
@@ -140,14 +134,6 @@ async def ghz_load(
             data_file=data_file,
             report_file=report_file,
         )
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        process = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
-        )
-        _, stderr = await process.communicate()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if process.returncode != 0:
-            raise RuntimeError(f"ghz exited {process.returncode}: {stderr.decode()[-2000:]}")
+        cpu = await run_tool(argv, "ghz")
         latencies, statuses, wall = read_report(orjson.loads(report_file.read_bytes()))
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return GhzRun(latencies, statuses, wall, cpu)

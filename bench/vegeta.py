@@ -14,8 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
-import resource
-import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -25,7 +23,7 @@ from pathlib import Path
 
 import orjson
 
-from common.settings import project_root
+from bench.load_tools import find_tool, run_tool
 
 __all__ = [
     "VegetaRun",
@@ -43,11 +41,7 @@ ATTRIBUTES = ("TOXICITY", "INSULT", "THREAT")
 
 def find_vegeta() -> Path | None:
     """The vegeta that bootstrap built (``.venv/bin/vegeta``), else one on ``PATH``."""
-    built = project_root() / ".venv" / "bin" / "vegeta"
-    if built.is_file():
-        return built
-    found = shutil.which("vegeta")
-    return Path(found) if found else None
+    return find_tool("vegeta")
 
 
 def analyze_targets(
@@ -164,14 +158,7 @@ async def vegeta_load(
             targets_file=targets_file,
             results_file=results_file,
         )
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        attack = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
-        )
-        _, stderr = await attack.communicate()
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if attack.returncode != 0:
-            raise RuntimeError(f"vegeta exited {attack.returncode}: {stderr.decode()[-2000:]}")
+        cpu = await run_tool(argv, "vegeta")
         encode = await asyncio.create_subprocess_exec(
             str(vegeta),
             "encode",
@@ -184,5 +171,4 @@ async def vegeta_load(
         if encode.returncode != 0:
             raise RuntimeError(f"vegeta encode exited {encode.returncode}: {err.decode()[-500:]}")
     latencies, statuses, wall = read_results(out.splitlines())
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return VegetaRun(latencies, statuses, wall, cpu)
